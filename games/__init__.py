@@ -1,0 +1,78 @@
+"""Board games as batched, pure functions over tensors (see games/base.py for the contract).
+
+    import games
+    game = games.make("gomoku", size=9, k=5)
+    game = games.make_from_spec("gomoku:size=9,k=5")
+"""
+
+from __future__ import annotations
+
+from .base import (
+    NO_ACTION,
+    BoardState,
+    Game,
+    GameError,
+    IllegalActionError,
+    State,
+    Symmetry,
+    player_sign,
+    sample_uniform_legal,
+)
+from .gomoku import Gomoku
+from .tictactoe import TicTacToe
+
+REGISTRY: dict[str, type[Game]] = {
+    cls.name: cls for cls in (Gomoku, TicTacToe)
+}
+
+__all__ = [
+    "NO_ACTION",
+    "REGISTRY",
+    "BoardState",
+    "Game",
+    "GameError",
+    "IllegalActionError",
+    "State",
+    "Symmetry",
+    "make",
+    "make_from_spec",
+    "names",
+    "parse_spec",
+    "player_sign",
+    "sample_uniform_legal",
+]
+
+
+def names() -> list[str]:
+    """The registered game names."""
+    return sorted(REGISTRY)
+
+
+def make(name: str, **options) -> Game:
+    """Build a game by name with validated options; GameError names what is allowed."""
+    key = name.strip().lower().replace("-", "").replace("_", "")
+    aliases = {"connectfour": "connect4", "tictactoe": "tictactoe"}
+    key = aliases.get(key, key)
+    if key not in REGISTRY:
+        raise GameError(f"unknown game {name!r}; choose one of: {', '.join(names())}")
+    return REGISTRY[key](**options)
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """'gomoku:size=9,k=5' -> ('gomoku', {'size': '9', 'k': '5'})."""
+    name, _, rest = spec.strip().partition(":")
+    options: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise GameError(f"cannot read game option {part!r} in {spec!r}; write options as key=value, e.g. gomoku:size=9,k=5")
+        options[key.strip()] = value.strip()
+    if not name:
+        raise GameError(f"empty game spec {spec!r}; choose one of: {', '.join(names())}")
+    return name, options
+
+
+def make_from_spec(spec: str) -> Game:
+    """Build a game from its text spec, e.g. 'gomoku:size=9,k=5' or 'connect4'."""
+    name, options = parse_spec(spec)
+    return make(name, **options)

@@ -1,0 +1,502 @@
+"""The game contract shared by every game: batched states, pure rules.
+
+A game never holds one board. It holds a batch of B positions as a `State`, a
+dataclass of tensors whose first dimension is the batch, and its methods are
+pure functions from states to new states or to tensors:
+
+    game.initial_state(batch, device) -> State
+    game.legal_mask(state)  -> bool  [B, A]   (True = legal; all False once a game is over)
+    game.step(state, action)-> State           (action: long [B]; -1 = "no move", only for finished games)
+    game.terminal(state)    -> bool  [B]
+    game.result(state)      -> float [B]       (+1 first player won, -1 second won, 0 draw or not over)
+    game.to_play(state)     -> long  [B]       (0 first player, 1 second)
+    game.encode(state)      -> float [B, C, H, W] from the view of the player to move
+
+Sign convention, written once: a *result* is always from the first player's
+view (+1 = first player won).  Everything that needs another view converts with
+`player_sign(player)`: +1 for the first player, -1 for the second.
+
+Invariants every game keeps (tested over all games in tests/test_games_api.py):
+an illegal action is an error naming the game, the action and the batch index;
+a finished game steps nowhere; results are zero until the end; the legal mask of
+a finished game is empty.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Sequence
+
+import torch
+
+NO_ACTION = -1
+
+
+class GameError(ValueError):
+    """A user-facing error about a game: bad options, bad move text."""
+
+
+class IllegalActionError(GameError):
+    """`step` was given an action that is not legal in the position."""
+
+
+def player_sign(player: torch.Tensor) -> torch.Tensor:
+    """+1 for the first player (0), -1 for the second (1); shape as `player`."""
+    return 1 - 2 * player
+
+
+@dataclass(eq=False)
+class State:
+    """A batch of positions. Every field is a tensor with the batch first.
+
+    Games subclass this and add their own fields (board, extras).
+
+    Fields:
+      to_play:     long [B]  player to move, 0 first, 1 second
+      move_number: long [B]  plies played since the start
+      done:        bool [B]  the game is over
+      winner:      int8 [B]  +1 first player won, -1 second won, 0 draw or not over
+    """
+
+    to_play: torch.Tensor
+    move_number: torch.Tensor
+    done: torch.Tensor
+    winner: torch.Tensor
+
+    # -- batch plumbing ---------------------------------------------------------------------
+    def _map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> "State":
+        return type(self)(**{f.name: fn(getattr(self, f.name)) for f in dataclasses.fields(self)})
+
+    @property
+    def batch_size(self) -> int:
+        return self.to_play.shape[0]
+
+    @property
+    def device(self) -> torch.device:
+        return self.to_play.device
+
+    def __len__(self) -> int:
+        return self.batch_size
+
+    def __getitem__(self, index) -> "State":
+        """Select games: an int keeps a batch of one; a slice, bool mask or index tensor selects."""
+        if isinstance(index, int):
+            index = slice(index, index + 1 if index != -1 else None)
+        return self._map(lambda t: t[index])
+
+    def to(self, device) -> "State":
+        return self._map(lambda t: t.to(device))
+
+    def clone(self) -> "State":
+        return self._map(torch.clone)
+
+    def assign_(self, index, other: "State") -> "State":
+        """In place: games at `index` take the positions of `other` (same type)."""
+        for f in dataclasses.fields(self):
+            getattr(self, f.name)[index] = getattr(other, f.name)
+        return self
+
+    def repeat_interleave(self, repeats: int) -> "State":
+        """Each game repeated `repeats` times in a row: [B] -> [B * repeats]."""
+        return self._map(lambda t: t.repeat_interleave(repeats, dim=0))
+
+    @staticmethod
+    def cat(states: Sequence["State"]) -> "State":
+        first = states[0]
+        return type(first)(
+            **{f.name: torch.cat([getattr(s, f.name) for s in states]) for f in dataclasses.fields(first)}
+        )
+
+    @staticmethod
+    def where(mask: torch.Tensor, a: "State", b: "State") -> "State":
+        """Game i from `a` where mask[i], else from `b`. mask: bool [B]."""
+        out = {}
+        for f in dataclasses.fields(a):
+            x, y = getattr(a, f.name), getattr(b, f.name)
+            m = mask.view(-1, *([1] * (x.dim() - 1)))
+            out[f.name] = torch.where(m, x, y)
+        return type(a)(**out)
+
+    def equal(self, other: "State") -> bool:
+        """Exact equality of every field (for tests and assertions)."""
+        return type(self) is type(other) and all(
+            torch.equal(getattr(self, f.name), getattr(other, f.name)) for f in dataclasses.fields(self)
+        )
+
+
+@dataclass(eq=False)
+class BoardState(State):
+    """A batch of positions on a board.
+
+    Fields (besides State's):
+      board:       int8 [B, H, W]  +1 a first-player stone, -1 a second-player stone, 0 empty
+      last_action: long [B]        the action that led here, -1 at the start
+    """
+
+    board: torch.Tensor
+    last_action: torch.Tensor
+
+
+def new_board_state(batch: int, height: int, width: int, device, state_type=BoardState, **extra) -> BoardState:
+    """An empty-board start position for `batch` games (first player to move)."""
+    return state_type(
+        to_play=torch.zeros(batch, dtype=torch.long, device=device),
+        move_number=torch.zeros(batch, dtype=torch.long, device=device),
+        done=torch.zeros(batch, dtype=torch.bool, device=device),
+        winner=torch.zeros(batch, dtype=torch.int8, device=device),
+        board=torch.zeros(batch, height, width, dtype=torch.int8, device=device),
+        last_action=torch.full((batch,), NO_ACTION, dtype=torch.long, device=device),
+        **extra,
+    )
+
+
+def stone_planes(state: BoardState) -> tuple[torch.Tensor, torch.Tensor]:
+    """(own, opponent) stones as float [B, H, W] from the view of the player to move."""
+    me = player_sign(state.to_play).to(torch.int8).view(-1, 1, 1)
+    return (state.board == me).float(), (state.board == -me).float()
+
+
+@dataclass(frozen=True)
+class Symmetry:
+    """A board transform under which the rules are invariant.
+
+    `action_perm[a]` is the image of action a; `cell_perm[c]` the image of cell c
+    (cells numbered row * W + col).  Planes and policies are moved with the same
+    permutation, so `policy(p)[action(a)] == p[a]` and the same for planes.
+    """
+
+    name: str
+    action_perm: torch.Tensor  # long [A]
+    cell_perm: torch.Tensor  # long [H * W]
+    board_shape: tuple[int, int]
+
+    @property
+    def _action_inverse(self) -> torch.Tensor:
+        return torch.argsort(self.action_perm)
+
+    @property
+    def _cell_inverse(self) -> torch.Tensor:
+        return torch.argsort(self.cell_perm)
+
+    def action(self, a: torch.Tensor) -> torch.Tensor:
+        """Image of actions; `NO_ACTION` stays as it is. a: long [...]"""
+        perm = self.action_perm.to(a.device)
+        return torch.where(a >= 0, perm[a.clamp(min=0)], a)
+
+    def policy(self, p: torch.Tensor) -> torch.Tensor:
+        """Image of policy vectors. p: [..., A]"""
+        return p[..., self._action_inverse.to(p.device)]
+
+    def planes(self, x: torch.Tensor) -> torch.Tensor:
+        """Image of board planes. x: [..., H, W]"""
+        h, w = self.board_shape
+        flat = x.reshape(*x.shape[:-2], h * w)
+        return flat[..., self._cell_inverse.to(x.device)].reshape(x.shape)
+
+    def cells(self, c: torch.Tensor) -> torch.Tensor:
+        """Image of cell indices; negative entries (none) stay. c: long [...]"""
+        perm = self.cell_perm.to(c.device)
+        return torch.where(c >= 0, perm[c.clamp(min=0)], c)
+
+
+def board_symmetries(height: int, width: int, *, extra_actions: int = 0) -> list[Symmetry]:
+    """The dihedral transforms of an H x W board (8 if square, 4 if not).
+
+    Square actions map like their cells; the `extra_actions` after them (a pass)
+    map to themselves.
+    """
+    grid = torch.arange(height * width).view(height, width)
+    transforms: list[tuple[str, torch.Tensor]] = [
+        ("identity", grid),
+        ("flip_lr", grid.flip(1)),
+        ("flip_ud", grid.flip(0)),
+        ("rot180", grid.flip(0).flip(1)),
+    ]
+    if height == width:
+        transforms += [
+            ("transpose", grid.t()),
+            ("rot90", torch.rot90(grid, 1)),
+            ("rot270", torch.rot90(grid, -1)),
+            ("antitranspose", torch.rot90(grid, 1).flip(0)),
+        ]
+    out = []
+    for name, image in transforms:
+        # image[r, c] is the source cell that lands at (r, c); invert to get where each cell goes.
+        cell_perm = torch.empty(height * width, dtype=torch.long)
+        cell_perm[image.reshape(-1)] = torch.arange(height * width)
+        action_perm = torch.cat([cell_perm, torch.arange(height * width, height * width + extra_actions)])
+        out.append(Symmetry(name, action_perm, cell_perm, (height, width)))
+    return out
+
+
+@dataclass(frozen=True)
+class Option:
+    """One game option: its type, default and allowed values (for validation and messages)."""
+
+    default: Any
+    kind: type
+    check: Callable[[Any], bool] = lambda v: True
+    allowed: str = ""
+
+
+class Game:
+    """Base class of every game. Subclasses set the class attributes and implement `_apply`.
+
+    Class attributes:
+      name:    the registry name ("gomoku")
+      options: dict of option name -> Option
+    Instance attributes set by subclasses:
+      board_shape (H, W), num_actions A, num_planes C, symmetries (list of Symmetry)
+    """
+
+    name: ClassVar[str]
+    options: ClassVar[dict[str, Option]] = {}
+    state_type: ClassVar[type[State]] = State
+    # State fields that hold a board-shaped tensor [B, H, W] (moved by symmetries).
+    board_fields: ClassVar[tuple[str, ...]] = ()
+    # State fields that hold a cell index [B] (-1 = none), moved by symmetries.
+    cell_fields: ClassVar[tuple[str, ...]] = ()
+
+    board_shape: tuple[int, int]
+    num_actions: int
+    num_planes: int
+    symmetries: list[Symmetry]
+
+    def __init__(self, **options):
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            valid = ", ".join(f"{k} ({o.allowed})" for k, o in self.options.items()) or "none"
+            raise GameError(f"{self.name}: unknown option {', '.join(unknown)}; valid options: {valid}")
+        values = {}
+        for key, opt in self.options.items():
+            value = options.get(key, opt.default)
+            if value is None and opt.default is None:
+                values[key] = None
+                continue
+            if opt.kind is bool and isinstance(value, str):
+                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise GameError(f"{self.name}: option {key}={value!r} is not a boolean (true or false)")
+                value = value.lower() in ("true", "1", "yes")
+            try:
+                if opt.kind is int and isinstance(value, bool):
+                    raise ValueError
+                if opt.kind is int and isinstance(value, float) and not value.is_integer():
+                    raise ValueError
+                value = opt.kind(value)
+            except (TypeError, ValueError):
+                raise GameError(
+                    f"{self.name}: option {key}={value!r} is not a valid {opt.kind.__name__}; allowed: {opt.allowed}"
+                ) from None
+            if not opt.check(value):
+                raise GameError(f"{self.name}: option {key}={value!r} is out of range; allowed: {opt.allowed}")
+            values[key] = value
+        self.config: dict[str, Any] = values
+
+    # -- identity ---------------------------------------------------------------------------
+    @property
+    def spec(self) -> str:
+        """The text that rebuilds this game with `games.make_from_spec`, e.g. 'gomoku:size=9,k=5'."""
+        opts = ",".join(f"{k}={_format_option(v)}" for k, v in self.config.items() if v is not None)
+        return f"{self.name}:{opts}" if opts else self.name
+
+    def __repr__(self) -> str:
+        return f"<game {self.spec}>"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Game) and self.spec == other.spec
+
+    def __hash__(self) -> int:
+        return hash(self.spec)
+
+    # -- the contract -------------------------------------------------------------------------
+    def initial_state(self, batch: int = 1, device: torch.device | str = "cpu") -> State:
+        raise NotImplementedError
+
+    def legal_mask(self, state: State) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _apply(self, state: State, action: torch.Tensor) -> State:
+        """The rules for legal actions of unfinished games. Rows of finished games may hold
+        action 0 here and may compute anything (their output is discarded), but must not fail."""
+        raise NotImplementedError
+
+    def encode(self, state: State) -> torch.Tensor:
+        raise NotImplementedError
+
+    def from_board(self, board, to_play: int | None = None) -> State:
+        """A one-game state from a board (int [H, W], +1 / -1 / 0), for tests, protocols and UIs.
+
+        `to_play` defaults to whoever the stone counts say; raises GameError if the
+        board cannot arise in the game.
+        """
+        raise GameError(f"{self.name}: positions cannot be set up from a board")
+
+    def format_action(self, action: int) -> str:
+        raise NotImplementedError
+
+    def parse_action(self, text: str) -> int:
+        raise NotImplementedError
+
+    def render(self, state: State, index: int = 0) -> str:
+        raise NotImplementedError
+
+    def step(self, state: State, action: torch.Tensor) -> State:
+        """Play one action in each game. action: long [B]; NO_ACTION (-1) for finished games."""
+        action = torch.as_tensor(action, dtype=torch.long, device=state.device).reshape(-1)
+        if action.shape[0] != state.batch_size:
+            raise GameError(
+                f"{self.name}: step got {action.shape[0]} actions for a batch of {state.batch_size} games"
+            )
+        ok = self.check_actions(state, action)
+        if not bool(ok.all()):
+            self._raise_illegal(state, action, ok)
+        new = self._apply(state, action.clamp(min=0))
+        if bool(state.done.any()):
+            new = State.where(state.done, state, new)
+        return new
+
+    def check_actions(self, state: State, action: torch.Tensor) -> torch.Tensor:
+        """bool [B]: whether each action may be played (NO_ACTION exactly for finished games)."""
+        in_range = (action >= 0) & (action < self.num_actions)
+        legal = self.legal_mask(state).gather(1, action.clamp(0, self.num_actions - 1).unsqueeze(1)).squeeze(1)
+        return torch.where(state.done, action == NO_ACTION, in_range & legal)
+
+    def _raise_illegal(self, state: State, action: torch.Tensor, ok: torch.Tensor):
+        i = int((~ok).nonzero()[0, 0])
+        a = int(action[i])
+        if bool(state.done[i]):
+            why = "the game is already over (pass -1 for finished games)"
+        elif a == NO_ACTION:
+            why = "no move given (-1) for a game that is not over"
+        elif not 0 <= a < self.num_actions:
+            why = f"actions are 0..{self.num_actions - 1}"
+        else:
+            why = self.illegal_reason(state[i], a)
+        text = self.format_action(a) if 0 <= a < self.num_actions else str(a)
+        raise IllegalActionError(f"{self.name}: action {a} ({text}) is illegal in game {i} of the batch: {why}")
+
+    def illegal_reason(self, state: State, action: int) -> str:
+        """Why a legal-looking action is illegal in a one-game state (games refine this)."""
+        return "not a legal move in this position"
+
+    def terminal(self, state: State) -> torch.Tensor:
+        return state.done
+
+    def result(self, state: State) -> torch.Tensor:
+        return state.winner.to(torch.float32)
+
+    def to_play(self, state: State) -> torch.Tensor:
+        return state.to_play
+
+    def legal_actions(self, state: State, index: int = 0) -> list[int]:
+        """The legal actions of game `index` as a Python list (for UIs and protocols)."""
+        return self.legal_mask(state[index])[0].nonzero().flatten().tolist()
+
+    # -- symmetries ---------------------------------------------------------------------------
+    def transform_state(self, state: State, symmetry: Symmetry) -> State:
+        """The state seen through a symmetry: board fields and cell fields are moved."""
+        fields = {}
+        for f in dataclasses.fields(state):
+            value = getattr(state, f.name)
+            if f.name in self.board_fields:
+                value = symmetry.planes(value)
+            elif f.name in self.cell_fields:
+                value = symmetry.cells(value)
+            fields[f.name] = value
+        return type(state)(**fields)
+
+    # -- playouts -----------------------------------------------------------------------------
+    def random_playout(self, state: State, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Play uniformly random legal moves until every game ends; returns result [B].
+
+        Games may override this with a faster method of the same distribution.
+        """
+        while not bool(state.done.all()):
+            state = self.step(state, sample_uniform_legal(self.legal_mask(state), generator))
+        return self.result(state)
+
+
+def sample_uniform_legal(mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """One uniformly random legal action per row; NO_ACTION where no action is legal.
+
+    mask: bool [B, A] -> long [B]
+    """
+    keys = torch.rand(mask.shape, generator=generator, device=mask.device)
+    keys = keys.masked_fill_(~mask, -1.0)
+    best, action = keys.max(dim=1)
+    return torch.where(best >= 0, action, torch.full_like(action, NO_ACTION))
+
+
+def _format_option(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def parse_ascii_board(text: str, symbols: dict[str, int]) -> torch.Tensor:
+    """An ASCII board (one row per line, top row first, cells separated by spaces or not)
+    -> int8 [H, W]. `symbols` maps characters to cell values; other characters are errors."""
+    rows = []
+    for line in text.strip("\n").splitlines():
+        cells = [ch for ch in line if not ch.isspace()]
+        if cells:
+            rows.append(cells)
+    if not rows or any(len(r) != len(rows[0]) for r in rows):
+        raise GameError("ASCII board rows must all have the same number of cells")
+    try:
+        return torch.tensor([[symbols[c] for c in r] for r in rows], dtype=torch.int8)
+    except KeyError as e:
+        raise GameError(f"unknown board character {e.args[0]!r}; use {' '.join(symbols)}") from None
+
+
+def column_letters(n: int) -> str:
+    """Column letters a, b, c, ... (gomoku and Othello use every letter, 'i' included)."""
+    return "abcdefghijklmnopqrstuvwxyz"[:n]
+
+
+def format_square(row: int, col: int, height: int, *, rows_from_top: bool) -> str:
+    number = row + 1 if rows_from_top else height - row
+    return f"{column_letters(col + 1)[col]}{number}"
+
+
+def parse_square(game_name: str, text: str, height: int, width: int, *, rows_from_top: bool) -> tuple[int, int]:
+    """Parse 'h8'-style text to (row, col); raises GameError with the allowed range."""
+    t = text.strip().lower()
+    letters = column_letters(width)
+    rng = f"{letters[0]}1..{letters[-1]}{height}"
+    if len(t) < 2 or t[0] not in letters or not t[1:].isdigit():
+        raise GameError(f"{game_name}: cannot read move {text!r}; squares are written like 'c3' ({rng})")
+    col = letters.index(t[0])
+    number = int(t[1:])
+    if not 1 <= number <= height:
+        raise GameError(f"{game_name}: square {text!r} is off the board ({rng})")
+    row = number - 1 if rows_from_top else height - number
+    return row, col
+
+
+def render_grid(
+    cells: list[list[str]], *, rows_from_top: bool, title: str = "", mark: tuple[int, int] | None = None
+) -> str:
+    """A text board with column letters and row numbers; `mark` (row, col) is bracketed."""
+    height, width = len(cells), len(cells[0])
+    letters = column_letters(width)
+    num_w = len(str(height))
+    lines = [title] if title else []
+    header = " " * (num_w + 1) + " ".join(letters)
+    lines.append(header)
+    for r in range(height):
+        number = r + 1 if rows_from_top else height - r
+        row = ""
+        for c in range(width):
+            sep = " "
+            if mark is not None and mark == (r, c):
+                sep = "("
+            elif mark is not None and mark == (r, c - 1):
+                sep = ")"
+            row += sep + cells[r][c]
+        if mark is not None and mark == (r, width - 1):
+            row += ")"
+        lines.append(f"{number:>{num_w}}{row}  {number}")
+    lines.append(header)
+    return "\n".join(lines)

@@ -1,0 +1,189 @@
+"""Gomoku: k stones in a row on an H x W board, batched.
+
+Options: size (5..19, default 15), or width/height for rectangles; k (3..6, default 5);
+rule "freestyle" (k or more in a row wins) or "standard" (exactly k wins, an overline
+does not). A full board without a line is a draw. The first player (X, black) moves first.
+
+Actions are cells, row * width + col, row 0 at the top. Moves are written like
+players write them: a column letter (a, b, c, ... every letter, 'i' included) and a
+row number counted from the bottom, so on 15 x 15 the centre is "h8".
+
+Planes (from the view of the player to move): own stones, opponent stones, the last
+move, and a plane of ones (so the network sees the board's edge through padding).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .base import (
+    BoardState,
+    Game,
+    GameError,
+    Option,
+    board_symmetries,
+    format_square,
+    new_board_state,
+    parse_square,
+    player_sign,
+    render_grid,
+    stone_planes,
+)
+from .lines import completes_line, permutation_playout, ray_table, window_table
+
+RULES = ("freestyle", "standard")
+STONES = {1: "X", -1: "O", 0: "."}
+
+
+class Gomoku(Game):
+    name = "gomoku"
+    options = {
+        "size": Option(15, int, lambda v: 5 <= v <= 19, "5..19"),
+        "width": Option(None, int, lambda v: 5 <= v <= 19, "5..19 (default: size)"),
+        "height": Option(None, int, lambda v: 5 <= v <= 19, "5..19 (default: size)"),
+        "k": Option(5, int, lambda v: 3 <= v <= 6, "3..6"),
+        "rule": Option("freestyle", str, lambda v: v in RULES, " or ".join(RULES)),
+    }
+    state_type = BoardState
+    board_fields = ("board",)
+    cell_fields = ("last_action",)
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        cfg = self.config
+        height = cfg["height"] or cfg["size"]
+        width = cfg["width"] or cfg["size"]
+        self._setup(height, width, cfg["k"], cfg["rule"] == "standard")
+
+    def _setup(self, height: int, width: int, k: int, exact: bool):
+        if k > max(height, width):
+            raise GameError(f"{self.name}: k={k} does not fit on a {height}x{width} board")
+        self.height, self.width, self.k, self.exact = height, width, k, exact
+        self.board_shape = (height, width)
+        self.num_actions = height * width
+        self.num_planes = 4
+        self.symmetries = board_symmetries(height, width)
+        self._rays = ray_table(height, width, k)
+        self._windows, self._window_ends = window_table(height, width, k)
+        self._tables: dict[torch.device, tuple[torch.Tensor, ...]] = {}
+
+    def _on(self, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        device = torch.device(device)
+        if device not in self._tables:
+            self._tables[device] = (
+                self._rays.to(device),
+                self._windows.to(device),
+                self._window_ends.to(device),
+            )
+        return self._tables[device]
+
+    # -- rules --------------------------------------------------------------------------------
+    def initial_state(self, batch: int = 1, device="cpu") -> BoardState:
+        return new_board_state(batch, self.height, self.width, device)
+
+    def legal_mask(self, state: BoardState) -> torch.Tensor:
+        return (state.board.view(state.batch_size, -1) == 0) & ~state.done.unsqueeze(1)
+
+    def _apply(self, state: BoardState, action: torch.Tensor) -> BoardState:
+        batch = state.batch_size
+        color = player_sign(state.to_play).to(torch.int8)
+        board = state.board.reshape(batch, -1).clone()
+        board[torch.arange(batch, device=board.device), action] = color
+        rays, _, _ = self._on(board.device)
+        win = completes_line(board, action, color, rays, self.k, self.exact)
+        move_number = state.move_number + 1
+        full = move_number >= self.num_actions
+        return BoardState(
+            to_play=1 - state.to_play,
+            move_number=move_number,
+            done=win | full,
+            winner=torch.where(win, color, torch.zeros_like(color)),
+            board=board.view_as(state.board),
+            last_action=action,
+        )
+
+    def from_board(self, board, to_play: int | None = None) -> BoardState:
+        board = torch.as_tensor(board, dtype=torch.int8).reshape(1, self.height, self.width)
+        if board.shape[1:] != (self.height, self.width):
+            raise GameError(f"{self.name}: board must be {self.height}x{self.width}")
+        blacks, whites = int((board == 1).sum()), int((board == -1).sum())
+        if to_play is None:
+            to_play = 0 if blacks == whites else 1
+        flat = board.view(1, -1)
+        _, windows, ends = self._on("cpu")
+        lines = {}
+        for color in (1, -1):
+            padded = torch.cat([flat, flat.new_zeros(1, 1)], dim=1)[0]
+            full = (padded[windows] == color).all(dim=1)
+            if self.exact:
+                full &= ~(padded[ends] == color).any(dim=1)
+            lines[color] = bool(full.any())
+        if lines[1] and lines[-1]:
+            raise GameError(f"{self.name}: both players have a line; this position cannot arise")
+        winner = 1 if lines[1] else -1 if lines[-1] else 0
+        moves = blacks + whites
+        state = BoardState(
+            to_play=torch.tensor([to_play], dtype=torch.long),
+            move_number=torch.tensor([moves], dtype=torch.long),
+            done=torch.tensor([winner != 0 or moves == self.num_actions]),
+            winner=torch.tensor([winner], dtype=torch.int8),
+            board=board.clone(),
+            last_action=torch.tensor([-1], dtype=torch.long),
+        )
+        return state
+
+    def illegal_reason(self, state: BoardState, action: int) -> str:
+        return "that square is already occupied"
+
+    def random_playout(self, state: BoardState, generator=None) -> torch.Tensor:
+        """Same distribution as stepping uniformly random moves; see lines.permutation_playout."""
+        result = state.winner.to(torch.float32)
+        live = ~state.done
+        if bool(live.any()):
+            sub = state[live] if not bool(live.all()) else state
+            _, windows, ends = self._on(state.device)
+            winner = permutation_playout(
+                sub.board.reshape(sub.batch_size, -1),
+                player_sign(sub.to_play).to(torch.int8),
+                windows,
+                ends,
+                self.exact,
+                generator,
+            )
+            result = result.clone()
+            result[live] = winner.to(torch.float32)
+        return result
+
+    def encode(self, state: BoardState) -> torch.Tensor:
+        own, opp = stone_planes(state)
+        batch = state.batch_size
+        last = torch.zeros(batch, self.num_actions, device=state.device)
+        has_last = state.last_action >= 0
+        last[has_last, state.last_action[has_last]] = 1.0
+        ones = torch.ones_like(own)
+        return torch.stack([own, opp, last.view_as(own), ones], dim=1)
+
+    # -- text ---------------------------------------------------------------------------------
+    def format_action(self, action: int) -> str:
+        row, col = divmod(int(action), self.width)
+        return format_square(row, col, self.height, rows_from_top=False)
+
+    def parse_action(self, text: str) -> int:
+        row, col = parse_square(self.name, text, self.height, self.width, rows_from_top=False)
+        return row * self.width + col
+
+    def describe(self) -> str:
+        rule = "exactly" if self.exact else "or more"
+        return f"{self.name} {self.height}x{self.width}, {self.k} {rule} in a row"
+
+    def render(self, state: BoardState, index: int = 0) -> str:
+        board = state.board[index].tolist()
+        cells = [[STONES[v] for v in row] for row in board]
+        last = int(state.last_action[index])
+        mark = divmod(last, self.width) if last >= 0 else None
+        if bool(state.done[index]):
+            w = int(state.winner[index])
+            status = f"{STONES[w]} wins" if w else "draw"
+        else:
+            status = f"{STONES[int(player_sign(state.to_play[index]))]} to move"
+        return render_grid(cells, rows_from_top=False, title=f"{self.describe()} - {status}", mark=mark)
