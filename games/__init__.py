@@ -18,11 +18,14 @@ from .base import (
     player_sign,
     sample_uniform_legal,
 )
+from .connect4 import ConnectFour
 from .gomoku import Gomoku
+from .nim import Nim
+from .othello import Othello
 from .tictactoe import TicTacToe
 
 REGISTRY: dict[str, type[Game]] = {
-    cls.name: cls for cls in (Gomoku, TicTacToe)
+    cls.name: cls for cls in (ConnectFour, Gomoku, Nim, Othello, TicTacToe)
 }
 
 __all__ = [

@@ -30,6 +30,8 @@ from typing import Any, Callable, ClassVar, Sequence
 
 import torch
 
+from .random import Source, advance, uniform
+
 NO_ACTION = -1
 
 
@@ -194,11 +196,6 @@ class Symmetry:
         flat = x.reshape(*x.shape[:-2], h * w)
         return flat[..., self._cell_inverse.to(x.device)].reshape(x.shape)
 
-    def cells(self, c: torch.Tensor) -> torch.Tensor:
-        """Image of cell indices; negative entries (none) stay. c: long [...]"""
-        perm = self.cell_perm.to(c.device)
-        return torch.where(c >= 0, perm[c.clamp(min=0)], c)
-
 
 def board_symmetries(height: int, width: int, *, extra_actions: int = 0) -> list[Symmetry]:
     """The dihedral transforms of an H x W board (8 if square, 4 if not).
@@ -255,8 +252,10 @@ class Game:
     state_type: ClassVar[type[State]] = State
     # State fields that hold a board-shaped tensor [B, H, W] (moved by symmetries).
     board_fields: ClassVar[tuple[str, ...]] = ()
-    # State fields that hold a cell index [B] (-1 = none), moved by symmetries.
-    cell_fields: ClassVar[tuple[str, ...]] = ()
+    # State fields that hold an action [B] (-1 = none), moved like actions by symmetries.
+    action_fields: ClassVar[tuple[str, ...]] = ()
+    # State fields that hold one value per action [B, A], moved like policy vectors.
+    per_action_fields: ClassVar[tuple[str, ...]] = ()
 
     board_shape: tuple[int, int]
     num_actions: int
@@ -395,36 +394,42 @@ class Game:
 
     # -- symmetries ---------------------------------------------------------------------------
     def transform_state(self, state: State, symmetry: Symmetry) -> State:
-        """The state seen through a symmetry: board fields and cell fields are moved."""
+        """The state seen through a symmetry: board, action and per-action fields are moved."""
         fields = {}
         for f in dataclasses.fields(state):
             value = getattr(state, f.name)
             if f.name in self.board_fields:
                 value = symmetry.planes(value)
-            elif f.name in self.cell_fields:
-                value = symmetry.cells(value)
+            elif f.name in self.action_fields:
+                value = symmetry.action(value)
+            elif f.name in self.per_action_fields:
+                value = symmetry.policy(value)
             fields[f.name] = value
         return type(state)(**fields)
 
     # -- playouts -----------------------------------------------------------------------------
-    def random_playout(self, state: State, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Play uniformly random legal moves until every game ends; returns result [B].
+    def random_playout(self, state: State, source: Source = None) -> torch.Tensor:
+        """Play uniformly random legal moves until every game ends; returns result float [B].
 
+        `source` is a torch.Generator or per-game keys long [B] (games/random.py).
         Games may override this with a faster method of the same distribution.
         """
+        ply = 0
         while not bool(state.done.all()):
-            state = self.step(state, sample_uniform_legal(self.legal_mask(state), generator))
+            action = sample_uniform_legal(self.legal_mask(state), advance(source, ply))
+            state = self.step(state, action)
+            ply += 1
         return self.result(state)
 
 
-def sample_uniform_legal(mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+def sample_uniform_legal(mask: torch.Tensor, source: Source = None) -> torch.Tensor:
     """One uniformly random legal action per row; NO_ACTION where no action is legal.
 
-    mask: bool [B, A] -> long [B]
+    mask: bool [B, A] -> long [B]; source: a torch.Generator or per-game keys long [B].
     """
-    keys = torch.rand(mask.shape, generator=generator, device=mask.device)
-    keys = keys.masked_fill_(~mask, -1.0)
-    best, action = keys.max(dim=1)
+    scores = uniform(source, mask.shape, device=mask.device)
+    scores = scores.masked_fill_(~mask, -1.0)
+    best, action = scores.max(dim=1)
     return torch.where(best >= 0, action, torch.full_like(action, NO_ACTION))
 
 

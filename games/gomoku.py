@@ -29,6 +29,7 @@ from .base import (
     render_grid,
     stone_planes,
 )
+from .random import subset
 from .lines import completes_line, permutation_playout, ray_table, window_table
 
 RULES = ("freestyle", "standard")
@@ -46,7 +47,7 @@ class Gomoku(Game):
     }
     state_type = BoardState
     board_fields = ("board",)
-    cell_fields = ("last_action",)
+    action_fields = ("last_action",)
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -135,12 +136,14 @@ class Gomoku(Game):
     def illegal_reason(self, state: BoardState, action: int) -> str:
         return "that square is already occupied"
 
-    def random_playout(self, state: BoardState, generator=None) -> torch.Tensor:
+    def random_playout(self, state: BoardState, source=None) -> torch.Tensor:
         """Same distribution as stepping uniformly random moves; see lines.permutation_playout."""
         result = state.winner.to(torch.float32)
         live = ~state.done
         if bool(live.any()):
-            sub = state[live] if not bool(live.all()) else state
+            everyone = bool(live.all())
+            sub = state if everyone else state[live]
+            source = source if everyone else subset(source, live)
             _, windows, ends = self._on(state.device)
             winner = permutation_playout(
                 sub.board.reshape(sub.batch_size, -1),
@@ -148,7 +151,7 @@ class Gomoku(Game):
                 windows,
                 ends,
                 self.exact,
-                generator,
+                source,
             )
             result = result.clone()
             result[live] = winner.to(torch.float32)

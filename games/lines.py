@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import torch
 
+from .random import Source, uniform
+
 DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
 
 
@@ -83,7 +85,7 @@ def permutation_playout(
     windows: torch.Tensor,
     window_ends: torch.Tensor,
     exact: bool,
-    generator: torch.Generator | None,
+    source: Source,
 ) -> torch.Tensor:
     """Winner of a uniformly random playout of a place-anywhere k-in-a-row game, without stepping.
 
@@ -93,13 +95,14 @@ def permutation_playout(
     cell its time and colour, and find the earliest completed window: the same
     distribution of outcomes as stepping move by move (tested against stepping).
 
-    board_flat: int8 [B, H*W] of unfinished games; to_play_color: int8 [B] (+1 / -1).
+    board_flat: int8 [B, H*W] of unfinished games; to_play_color: int8 [B] (+1 / -1);
+    source: a torch.Generator or per-game keys long [B].
     Returns the winning colour int8 [B] (0 = draw).
     """
     batch, cells = board_flat.shape
     device = board_flat.device
     occupied = board_flat != 0
-    keys = torch.rand((batch, cells), generator=generator, device=device)
+    keys = uniform(source, (batch, cells), device=device)
     keys = keys.masked_fill(occupied, -1.0)  # stones already placed come first in the order
     order = keys.argsort(dim=1)
     rank = torch.empty_like(order)
@@ -114,7 +117,7 @@ def permutation_playout(
     time_p = torch.cat([time, time.new_full((batch, 1), big)], dim=1)
     win_color = color_p[:, windows]  # [B, N, k]
     first = win_color[:, :, 0]
-    uniform = (win_color == first.unsqueeze(-1)).all(dim=-1) & (first != 0)
+    filled = (win_color == first.unsqueeze(-1)).all(dim=-1) & (first != 0)
     done_at = time_p[:, windows].amax(dim=-1)  # [B, N] when the window is filled
     if exact:
         # An overline does not win: a window counts only if neither end cell already
@@ -123,8 +126,8 @@ def permutation_playout(
         end_color = color_p[:, window_ends]  # [B, N, 2]
         end_time = time_p[:, window_ends]
         extended = (end_color == first.unsqueeze(-1)) & (end_time <= done_at.unsqueeze(-1))
-        uniform = uniform & ~extended.any(dim=-1)
-    done_at = torch.where(uniform, done_at, torch.full_like(done_at, big))
+        filled = filled & ~extended.any(dim=-1)
+    done_at = torch.where(filled, done_at, torch.full_like(done_at, big))
     earliest, which = done_at.min(dim=1)
     winner = first.gather(1, which.unsqueeze(1)).squeeze(1)
     return torch.where(earliest < big, winner, torch.zeros_like(winner))

@@ -7,4 +7,11 @@ GAME_SPECS = [
     "gomoku:width=8,height=6,k=4,rule=standard",
     "gomoku:size=5,k=3,rule=standard",
     "gomoku",
+    "connect4",
+    "connect4:rows=5,columns=4",
+    "nim",
+    "nim:pile=7,misere=true",
+    "othello",
+    "othello:size=6",
+    "othello:size=4",
 ]
