@@ -1,0 +1,173 @@
+"""One simulation step advances all B trees together: select, expand, evaluate, back up.
+
+    tree = new_tree(game, roots, capacity=S + 1, keys=keys)
+    simulate(tree, game, evaluator, rule, S)
+
+Selection walks all B trees down in lock-step, one level per iteration, with the
+rule (UCB1, PUCT) choosing at each node; a tree stops at an action whose child
+does not exist yet (it is expanded: one `game.step` for all such trees) or at a
+finished game.  All new leaves are evaluated in one call, and the values are
+added along every path with one scatter-add.  Randomness comes from per-tree
+keys folded with the simulation and depth, so each tree's search is the same
+alone or in any batch.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol
+
+import torch
+
+from games import Game, State, player_sign
+from games.random import fold, uniform
+
+from .selection import NodeView
+from .tree import Tree
+
+
+class Evaluator(Protocol):
+    """Evaluates leaves: (states [n], keys long [n]) -> (prior float [n, A] or None, value float [n]).
+
+    The value is from the first player's view (like a game result). The prior, when
+    given, is a probability vector over actions (illegal ones 0).
+    """
+
+    def __call__(self, states: State, keys: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]: ...
+
+
+class Rule(Protocol):
+    uses_prior: bool
+
+    def select(self, view: NodeView) -> torch.Tensor: ...
+
+
+def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor) -> NodeView:
+    """The NodeView of node `flat` (index b * N + n) of each tree."""
+    actions = tree.num_actions
+    visits = tree.visits.view(-1)[flat]
+    mean = tree.value_sum.view(-1)[flat] / visits.clamp(min=1)
+    chooser = player_sign(tree.to_play.view(-1)[flat]).float()
+    return NodeView(
+        visits=visits,
+        q=mean * tree.mover_sign.view(-1)[flat] * chooser,
+        child_visits=tree.child_visits.view(-1, actions)[flat],
+        child_value_sum=tree.child_value_sum.view(-1, actions)[flat],
+        prior=None if tree.prior is None else tree.prior.view(-1, actions)[flat],
+        legal=tree.legal.view(-1, actions)[flat],
+        uniform=uniform_draw,
+    )
+
+
+def simulate(
+    tree: Tree,
+    game: Game,
+    evaluator: Evaluator,
+    rule: Rule,
+    num_simulations: int,
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> Tree:
+    """Run `num_simulations` simulations in each of the B trees (in place); returns the tree."""
+    batch, capacity = tree.batch_size, tree.capacity
+    device = tree.visits.device
+    rows = torch.arange(batch, device=device)
+    base = rows * capacity
+    for _ in range(num_simulations):
+        if int(tree.next_node.max()) >= capacity:
+            raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
+        sim_keys = fold(tree.keys, tree.visits[:, 0].long())  # each tree's own simulation counter
+        # -- select ------------------------------------------------------------------------
+        node = torch.zeros(batch, dtype=torch.long, device=device)
+        path = [node]
+        active = torch.ones(batch, dtype=torch.bool, device=device)
+        expand_action = torch.full((batch,), -1, dtype=torch.long, device=device)
+        depth = 0
+        while True:
+            flat = base + node
+            draw = uniform(fold(sim_keys, depth), (batch, 1)).squeeze(1)
+            action = rule.select(_node_view(tree, flat, draw))
+            child = tree.children.view(-1, tree.num_actions)[flat, action].long()
+            open_node = active & ~tree.terminal.view(-1)[flat]
+            go = open_node & (child >= 0)
+            expand_action = torch.where(open_node & (child < 0), action, expand_action)
+            if not bool(go.any()):
+                break
+            node = torch.where(go, child, node)
+            path.append(torch.where(go, node, -1))
+            active = go
+            depth += 1
+        # -- expand and evaluate -------------------------------------------------------------
+        value = tree.terminal_value.view(-1)[base + node]  # trees that stopped at a finished game
+        expanding = (expand_action >= 0).nonzero().squeeze(1)
+        if expanding.numel():
+            value = _expand(tree, game, evaluator, rule, expanding, node[expanding], expand_action[expanding], sim_keys, value)
+            new_node = torch.full((batch,), -1, dtype=torch.long, device=device)
+            new_node[expanding] = tree.next_node[expanding] - 1
+            path.append(new_node)
+        # -- back up -------------------------------------------------------------------------
+        _backup(tree, torch.stack(path), value)
+        if progress is not None:
+            progress(1)
+    return tree
+
+
+def _expand(
+    tree: Tree,
+    game: Game,
+    evaluator: Evaluator,
+    rule: Rule,
+    rows: torch.Tensor,
+    parent: torch.Tensor,
+    action: torch.Tensor,
+    sim_keys: torch.Tensor,
+    value: torch.Tensor,
+) -> torch.Tensor:
+    """Create one child in each tree of `rows` (long [n]) and evaluate it; returns the values [B]."""
+    capacity, actions = tree.capacity, tree.num_actions
+    parent_flat = rows * capacity + parent
+    new = tree.next_node[rows]
+    new_flat = rows * capacity + new
+    parent_states = tree.states[parent_flat]
+    states = game.step(parent_states, action)
+    tree.states.assign_(new_flat, states)
+    tree.to_play.view(-1)[new_flat] = states.to_play
+    tree.mover_sign.view(-1)[new_flat] = player_sign(parent_states.to_play).float()
+    tree.parent.view(-1)[new_flat] = parent
+    tree.action.view(-1)[new_flat] = action
+    legal = game.legal_mask(states)
+    tree.legal.view(-1, actions)[new_flat] = legal
+    tree.terminal.view(-1)[new_flat] = states.done
+    result = game.result(states)
+    tree.terminal_value.view(-1)[new_flat] = result
+    tree.children.view(-1, actions)[parent_flat, action] = new.to(torch.int32)
+    tree.next_node[rows] = new + 1
+
+    prior, leaf_value = evaluator(states, sim_keys[rows])
+    leaf_value = torch.where(states.done, result, leaf_value)
+    if tree.prior is not None:
+        if prior is None:
+            prior = legal.float() / legal.sum(dim=1, keepdim=True).clamp(min=1)
+        tree.prior.view(-1, actions)[new_flat] = prior
+    value = value.clone()
+    value[rows] = leaf_value
+    return value
+
+
+def _backup(tree: Tree, path: torch.Tensor, value: torch.Tensor) -> None:
+    """Add `value` (first player's view, float [B]) to every node on each path.
+
+    path: long [D, B], node indices from the root down, -1 where a tree's path ended.
+    """
+    batch, capacity, actions = tree.batch_size, tree.capacity, tree.num_actions
+    rows = torch.arange(batch, device=path.device).expand_as(path)
+    valid = path >= 0
+    flat = (rows * capacity + path)[valid]
+    signed = (value.expand_as(path))[valid] * tree.mover_sign.view(-1)[flat]
+    tree.visits.view(-1).index_add_(0, flat, torch.ones_like(signed))
+    tree.value_sum.view(-1).index_add_(0, flat, signed)
+    # the same for the edges into each node (the root has none)
+    parent = tree.parent.view(-1)[flat]
+    has_parent = parent >= 0
+    edge = ((flat - path[valid] + parent) * actions + tree.action.view(-1)[flat])[has_parent]
+    tree.child_visits.view(-1).index_add_(0, edge, torch.ones_like(signed[has_parent]))
+    tree.child_value_sum.view(-1).index_add_(0, edge, signed[has_parent])

@@ -1,0 +1,63 @@
+"""Final-move criteria: which root action to play once the search budget is spent.
+
+From the MCTS survey (Browne et al. 2012, section 3.3.3, after Schadd 2009 and
+Chaslot et al. 2008):
+
+* max:        the child with the highest mean value
+* robust:     the most visited child (the default)
+* max-robust: the child that has both the most visits and the highest mean; when no
+              child has both, the survey says to search on; `choose` then reports that
+              through `needs_more` and falls back to robust when the caller cannot
+* secure:     the child with the highest lower confidence bound, mean - c * sqrt(ln N / n)
+
+Means are win rates on [0, 1] from the view of the player to move at the root.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+CRITERIA = ("robust", "max", "max-robust", "secure")
+
+
+def _ranked(primary: torch.Tensor, secondary: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    """argmax of primary, ties broken by secondary; illegal actions never chosen. -> long [B]"""
+    score = primary + 1e-6 * torch.tanh(secondary)
+    return score.masked_fill(~legal, -math.inf).argmax(dim=1)
+
+
+def child_means(visits: torch.Tensor, value_sum: torch.Tensor) -> torch.Tensor:
+    """float [B, A] win rates on [0, 1] (0 for unvisited children)."""
+    mean = 0.5 * (value_sum / visits.clamp(min=1) + 1.0)
+    return torch.where(visits > 0, mean, torch.zeros_like(mean))
+
+
+def max_robust_exists(visits: torch.Tensor, value_sum: torch.Tensor) -> torch.Tensor:
+    """bool [B]: some child has both the most visits and the highest mean."""
+    mean = child_means(visits, value_sum).masked_fill(visits == 0, -1.0)
+    both = (visits == visits.amax(dim=1, keepdim=True)) & (mean == mean.amax(dim=1, keepdim=True))
+    return both.any(dim=1)
+
+
+def choose(
+    criterion: str, visits: torch.Tensor, value_sum: torch.Tensor, *, c: float = math.sqrt(2.0)
+) -> torch.Tensor:
+    """The root action per tree by `criterion`. visits, value_sum: float [B, A] (chooser's view) -> long [B]."""
+    visited = visits > 0
+    mean = child_means(visits, value_sum)
+    if criterion == "robust":
+        return _ranked(visits, mean, visited)
+    if criterion == "max":
+        return _ranked(mean, visits, visited)
+    if criterion == "max-robust":
+        masked = mean.masked_fill(~visited, -1.0)
+        both = (visits == visits.amax(dim=1, keepdim=True)) & (masked == masked.amax(dim=1, keepdim=True))
+        fallback = _ranked(visits, mean, visited)
+        return torch.where(both.any(dim=1), both.to(torch.int8).argmax(dim=1), fallback)
+    if criterion == "secure":
+        total = visits.sum(dim=1, keepdim=True)
+        bound = mean - c * torch.sqrt(torch.log(total.clamp(min=1)) / visits.clamp(min=1))
+        return _ranked(bound, visits, visited)
+    raise ValueError(f"unknown final-move criterion {criterion!r}; choose one of: {', '.join(CRITERIA)}")

@@ -1,0 +1,94 @@
+"""Selection rules: which action to follow at an inner node, for all B trees at once.
+
+A rule sees a `NodeView` of one node per tree and returns an action per tree.
+Values given to rules are in [-1, 1] from the view of the player choosing; both
+rules here score on the [0, 1] scale of the classic papers (win = 1, draw = 0.5,
+loss = 0), so their constants mean what they meant there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+
+
+class NodeView(NamedTuple):
+    """One node of each of B trees.
+
+    visits:          float [B]     simulations through the node
+    q:               float [B]     the node's mean value for the player choosing there (0 if unvisited)
+    child_visits:    float [B, A]
+    child_value_sum: float [B, A]  chooser's view
+    prior:           float [B, A] or None
+    legal:           bool  [B, A]
+    uniform:         float [B]     one uniform random number per tree for tie-breaks
+    """
+
+    visits: torch.Tensor
+    q: torch.Tensor
+    child_visits: torch.Tensor
+    child_value_sum: torch.Tensor
+    prior: torch.Tensor | None
+    legal: torch.Tensor
+    uniform: torch.Tensor
+
+
+def _nth_true(mask: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+    """Index of the n-th (0-based) True in each row. mask: bool [B, A]; n: long [B] -> long [B]."""
+    return (mask.cumsum(dim=1) > n.unsqueeze(1)).to(torch.int8).argmax(dim=1)
+
+
+@dataclass(frozen=True)
+class UCB1:
+    """UCB1 (Kocsis & Szepesvari 2006): mean + c * sqrt(ln N / n), untried actions first in random order.
+
+    Means are win rates on [0, 1] (draw 0.5); c = sqrt(2) by default.
+    """
+
+    c: float = math.sqrt(2.0)
+    uses_prior = False
+
+    def scores(self, view: NodeView) -> torch.Tensor:
+        """float [B, A]: the UCB1 value of each tried action, -inf for illegal ones, +inf untried."""
+        n = view.child_visits.clamp(min=1)
+        mean = 0.5 * (view.child_value_sum / n + 1.0)
+        explore = self.c * torch.sqrt(torch.log(view.visits.clamp(min=1)).unsqueeze(1) / n)
+        score = torch.where(view.child_visits > 0, mean + explore, torch.full_like(mean, math.inf))
+        return score.masked_fill(~view.legal, -math.inf)
+
+    def select(self, view: NodeView) -> torch.Tensor:
+        untried = view.legal & (view.child_visits == 0)
+        count = untried.sum(dim=1)
+        pick = _nth_true(untried, (view.uniform * count).long().clamp(max=(count - 1).clamp(min=0)))
+        best = self.scores(view).argmax(dim=1)
+        return torch.where(count > 0, pick, best)
+
+
+@dataclass(frozen=True)
+class PUCT:
+    """AlphaZero's PUCT: Q + c(N) * P * sqrt(N) / (1 + n), c(N) = c_init + log((N + c_base + 1) / c_base).
+
+    Q is on [0, 1]. An unvisited child's Q is the first-play urgency: the node's
+    own value for the chooser minus `fpu_reduction` (clamped to [0, 1]).
+    N counts the node's own evaluation, so it is at least 1.
+    """
+
+    c_init: float = 1.25
+    c_base: float = 19652.0
+    fpu_reduction: float = 0.25
+    uses_prior = True
+
+    def scores(self, view: NodeView) -> torch.Tensor:
+        n = view.child_visits
+        parent_n = view.visits.clamp(min=1).unsqueeze(1)
+        fpu = (0.5 * (view.q + 1.0) - self.fpu_reduction).clamp(0.0, 1.0).unsqueeze(1)
+        q = torch.where(n > 0, 0.5 * (view.child_value_sum / n.clamp(min=1) + 1.0), fpu)
+        c = self.c_init + torch.log((parent_n + self.c_base + 1.0) / self.c_base)
+        score = q + c * view.prior * torch.sqrt(parent_n) / (1.0 + n)
+        return score.masked_fill(~view.legal, -math.inf)
+
+    def select(self, view: NodeView) -> torch.Tensor:
+        return self.scores(view).argmax(dim=1)

@@ -1,0 +1,155 @@
+"""The array-tree engine with UCB1 and rollouts: hand-computable cases, batch independence, criteria."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import games
+from games import State
+from games.random import make_keys
+from azero.search import UCB1, RolloutEvaluator, choose, search
+from azero.search.final import max_robust_exists
+from boards import position
+
+TTT = games.make("tictactoe")
+
+
+def ucb1_split(payoffs: list[float], iterations: int, c: float = math.sqrt(2.0)) -> list[int]:
+    """Visits per arm of UCB1 on deterministic payoffs (each arm tried once first, in order)."""
+    visits = [0] * len(payoffs)
+    total = 0
+    for t in range(iterations):
+        if t < len(payoffs):
+            arm = t
+        else:
+            scores = [p + c * math.sqrt(math.log(total) / n) for p, n in zip(payoffs, visits)]
+            arm = max(range(len(payoffs)), key=lambda i: scores[i])
+        visits[arm] += 1
+        total += 1
+    return visits
+
+
+def test_two_armed_bandit_visits_follow_ucb1_by_hand():
+    # O to move with two empty squares: a1 wins at once (payoff 1); a2 leaves X the last
+    # square, which draws (payoff 0.5). Both payoffs are exact, so the split is known.
+    s = position(TTT, """
+    X X O
+    . X X
+    . O O""", to_play=1)
+    for iterations in (10, 50, 300):
+        tree = search(TTT, s, RolloutEvaluator(TTT), UCB1(), iterations, make_keys(0, 1))
+        visits = tree.root_visits()[0]
+        win, draw = int(visits[TTT.parse_action("a1")]), int(visits[TTT.parse_action("a2")])
+        assert [win, draw] == ucb1_split([1.0, 0.5], iterations)
+        assert tree.root_q()[0, TTT.parse_action("a1")] == 1.0
+        assert tree.root_q()[0, TTT.parse_action("a2")] == 0.0
+
+
+def test_one_winning_move_is_found():
+    s = position(TTT, """
+    X X .
+    O O .
+    . . .""", to_play=0)
+    tree = search(TTT, s, RolloutEvaluator(TTT), UCB1(), 200, make_keys(1, 1))
+    assert TTT.format_action(int(tree.root_visits()[0].argmax())) == "c3"
+    assert tree.root_q()[0, TTT.parse_action("c3")] == 1.0
+    assert tree.principal_variation(0)[0] == TTT.parse_action("c3")
+
+
+def test_values_are_from_the_view_of_the_player_to_move_at_the_root():
+    # O to move and X threatens c3: O must block; every other move loses at once.
+    s = position(TTT, """
+    X X .
+    O . .
+    . . .""", to_play=1)
+    tree = search(TTT, s, RolloutEvaluator(TTT), UCB1(), 2000, make_keys(2, 1))
+    q = tree.root_q()[0]
+    assert int(tree.root_visits()[0].argmax()) == TTT.parse_action("c3")
+    assert q[TTT.parse_action("b2")] < q[TTT.parse_action("c3")]
+
+
+def test_batch_of_three_equals_each_searched_alone():
+    g = games.make("gomoku", size=7, k=4)
+    a = g.initial_state(1)
+    b = g.step(a, torch.tensor([10]))
+    c = g.step(g.step(b, torch.tensor([24])), torch.tensor([0]))
+    roots = State.cat([a, b, c])  # different positions, different legal masks
+    keys = make_keys(7, 3)
+    together = search(g, roots, RolloutEvaluator(g), UCB1(), 150, keys)
+    for i in range(3):
+        alone = search(g, roots[i], RolloutEvaluator(g), UCB1(), 150, keys[i : i + 1])
+        assert torch.equal(alone.root_visits()[0], together.root_visits()[i])
+        assert torch.equal(alone.root_q()[0], together.root_q()[i])
+
+
+def test_same_keys_same_search_other_keys_other_search():
+    g = games.make("gomoku", size=7, k=4)
+    s = g.initial_state(1)
+    one = search(g, s, RolloutEvaluator(g), UCB1(), 100, make_keys(3, 1)).root_visits()
+    two = search(g, s, RolloutEvaluator(g), UCB1(), 100, make_keys(3, 1)).root_visits()
+    three = search(g, s, RolloutEvaluator(g), UCB1(), 100, make_keys(4, 1)).root_visits()
+    assert torch.equal(one, two) and not torch.equal(one, three)
+
+
+def test_every_iteration_adds_one_visit_and_at_most_one_node():
+    g = games.make("gomoku", size=5, k=4)
+    tree = search(g, g.initial_state(4), RolloutEvaluator(g), UCB1(), 60, make_keys(5, 4))
+    assert torch.all(tree.visits[:, 0] == 60)
+    assert torch.all(tree.root_visits().sum(dim=1) == 60)
+    assert torch.all(tree.next_node <= 61)
+    # each expanded node's visits equal the sum of its children's plus its own expansion
+    for b in range(4):
+        for node in range(1, int(tree.next_node[b])):
+            own = 0 if bool(tree.terminal[b, node]) else 1
+            inner = tree.child_visits[b, node].sum()
+            assert tree.visits[b, node] >= inner + own - 1e-6 or bool(tree.terminal[b, node])
+
+
+def test_searching_a_finished_game_is_an_error():
+    s = position(TTT, """
+    X X X
+    O O .
+    . . .""")
+    with pytest.raises(ValueError, match="finished game"):
+        search(TTT, s, RolloutEvaluator(TTT), UCB1(), 10, make_keys(0, 1))
+
+
+# -- final-move criteria on a crafted root ---------------------------------------------------------
+
+# four actions: visits and win rates chosen so that each criterion picks a different one
+VISITS = torch.tensor([[40.0, 30.0, 2.0, 28.0]])
+WIN_RATE = torch.tensor([[0.55, 0.70, 0.95, 0.58]])
+VALUE_SUM = (2 * WIN_RATE - 1) * VISITS
+
+
+def test_robust_child_is_the_most_visited():
+    assert choose("robust", VISITS, VALUE_SUM).tolist() == [0]
+
+
+def test_max_child_is_the_best_mean():
+    assert choose("max", VISITS, VALUE_SUM).tolist() == [2]
+
+
+def test_secure_child_is_the_best_lower_bound():
+    total = VISITS.sum()
+    lower = WIN_RATE - math.sqrt(2) * torch.sqrt(torch.log(total) / VISITS)
+    assert int(lower.argmax()) == 1
+    assert choose("secure", VISITS, VALUE_SUM).tolist() == [1]
+
+
+def test_max_robust_child_needs_both_most_visits_and_best_mean():
+    assert not bool(max_robust_exists(VISITS, VALUE_SUM)[0])
+    visits = torch.tensor([[40.0, 30.0, 2.0]])
+    value_sum = (2 * torch.tensor([[0.7, 0.6, 0.65]]) - 1) * visits
+    assert bool(max_robust_exists(visits, value_sum)[0])
+    assert choose("max-robust", visits, value_sum).tolist() == [0]
+    # without such a child it falls back to the most visited
+    assert choose("max-robust", VISITS, VALUE_SUM).tolist() == [0]
+
+
+def test_unknown_criterion_is_an_error():
+    with pytest.raises(ValueError, match="robust, max, max-robust, secure"):
+        choose("best", VISITS, VALUE_SUM)
