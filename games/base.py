@@ -30,7 +30,7 @@ from typing import Any, Callable, ClassVar, Sequence
 
 import torch
 
-from .random import Source, advance, uniform
+from .random import Source, advance, random_true, uniform
 
 NO_ACTION = -1
 
@@ -92,6 +92,16 @@ class State:
 
     def clone(self) -> "State":
         return self._map(torch.clone)
+
+    def take(self, index: torch.Tensor) -> "State":
+        """Games at `index` (long [n]), by index_select (faster than indexing on a CPU)."""
+        return self._map(lambda t: t.index_select(0, index))
+
+    def put_(self, index: torch.Tensor, other: "State") -> "State":
+        """In place: games at `index` (long [n], distinct) take the positions of `other`."""
+        for f in dataclasses.fields(self):
+            getattr(self, f.name).index_copy_(0, index, getattr(other, f.name))
+        return self
 
     def assign_(self, index, other: "State") -> "State":
         """In place: games at `index` take the positions of `other` (same type)."""
@@ -340,8 +350,14 @@ class Game:
     def render(self, state: State, index: int = 0) -> str:
         raise NotImplementedError
 
-    def step(self, state: State, action: torch.Tensor) -> State:
-        """Play one action in each game. action: long [B]; NO_ACTION (-1) for finished games."""
+    def step(self, state: State, action: torch.Tensor, *, trusted: bool = False) -> State:
+        """Play one action in each game. action: long [B]; NO_ACTION (-1) for finished games.
+
+        `trusted=True` skips the legality check, for callers whose actions come from
+        `legal_mask` of unfinished games (the search); everyone else gets the check.
+        """
+        if trusted:
+            return self._apply(state, action)
         action = torch.as_tensor(action, dtype=torch.long, device=state.device).reshape(-1)
         if action.shape[0] != state.batch_size:
             raise GameError(
@@ -426,11 +442,10 @@ def sample_uniform_legal(mask: torch.Tensor, source: Source = None) -> torch.Ten
     """One uniformly random legal action per row; NO_ACTION where no action is legal.
 
     mask: bool [B, A] -> long [B]; source: a torch.Generator or per-game keys long [B].
+    One random number per game picks which of its legal actions to play.
     """
-    scores = uniform(source, mask.shape, device=mask.device)
-    scores = scores.masked_fill_(~mask, -1.0)
-    best, action = scores.max(dim=1)
-    return torch.where(best >= 0, action, torch.full_like(action, NO_ACTION))
+    action, count = random_true(mask, uniform(source, (mask.shape[0], 1), device=mask.device).squeeze(1))
+    return torch.where(count > 0, action, torch.full_like(action, NO_ACTION))
 
 
 def _format_option(value) -> str:

@@ -32,7 +32,7 @@ from .base import (
     player_sign,
     stone_planes,
 )
-from .lines import completes_line, pad_board, ray_table, window_table
+from .lines import completes_line, line_rays, pad_board, window_table
 
 DISCS = {1: "X", -1: "O", 0: "."}
 
@@ -75,7 +75,7 @@ class ConnectFour(Game):
             Symmetry("identity", columns, cells["identity"], (height, width)),
             Symmetry("flip_lr", columns.flip(0), cells["flip_lr"], (height, width)),
         ]
-        self._rays = ray_table(height, width, k)
+        self._rays = line_rays(height, width, k)
         self._windows, _ = window_table(height, width, k)
         self._tables: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
 

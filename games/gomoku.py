@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 
 from .base import (
+    NO_ACTION,
     BoardState,
     Game,
     GameError,
@@ -30,7 +31,7 @@ from .base import (
     stone_planes,
 )
 from .random import subset
-from .lines import completes_line, permutation_playout, ray_table, window_table
+from .lines import completes_line, line_rays, permutation_playout, window_table
 
 RULES = ("freestyle", "standard")
 STONES = {1: "X", -1: "O", 0: "."}
@@ -64,7 +65,7 @@ class Gomoku(Game):
         self.num_actions = height * width
         self.num_planes = 4
         self.symmetries = board_symmetries(height, width)
-        self._rays = ray_table(height, width, k)
+        self._rays = line_rays(height, width, k)
         self._windows, self._window_ends = window_table(height, width, k)
         self._tables: dict[torch.device, tuple[torch.Tensor, ...]] = {}
 
@@ -84,6 +85,13 @@ class Gomoku(Game):
 
     def legal_mask(self, state: BoardState) -> torch.Tensor:
         return (state.board.view(state.batch_size, -1) == 0) & ~state.done.unsqueeze(1)
+
+    def check_actions(self, state: BoardState, action: torch.Tensor) -> torch.Tensor:
+        """As Game.check_actions, reading only the chosen squares (no full legal mask)."""
+        in_range = (action >= 0) & (action < self.num_actions)
+        chosen = action.clamp(0, self.num_actions - 1).unsqueeze(1)
+        empty = state.board.view(state.batch_size, -1).gather(1, chosen).squeeze(1) == 0
+        return torch.where(state.done, action == NO_ACTION, in_range & empty)
 
     def _apply(self, state: BoardState, action: torch.Tensor) -> BoardState:
         batch = state.batch_size

@@ -13,6 +13,7 @@ points at a padding cell that is always empty.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from .random import Source, uniform
@@ -21,7 +22,11 @@ DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
 
 
 def ray_table(height: int, width: int, length: int) -> torch.Tensor:
-    """long [H*W, 4, 2, length]: cells along each direction from each cell (off-board -> H*W)."""
+    """long [H*W, 4, 2, length]: cells along each direction from each cell (off-board -> H*W).
+
+    For `completes_line` with k in a row, build it with length k + 1 and set the last
+    step to the pad: `line_rays(height, width, k)`.
+    """
     off = height * width
     table = torch.full((height * width, 4, 2, length), off, dtype=torch.long)
     for r in range(height):
@@ -33,6 +38,13 @@ def ray_table(height: int, width: int, length: int) -> torch.Tensor:
                         if 0 <= rr < height and 0 <= cc < width:
                             table[r * width + c, d, s, step - 1] = rr * width + cc
     return table
+
+
+def line_rays(height: int, width: int, k: int) -> torch.Tensor:
+    """The ray table `completes_line` wants: k steps along each ray, then the pad."""
+    rays = ray_table(height, width, k + 1)
+    rays[..., -1] = height * width
+    return rays
 
 
 def window_table(height: int, width: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -67,13 +79,14 @@ def completes_line(
     """Whether the stone of `color` at `cell` stands in a line of k (exactly k if `exact`).
 
     board_flat: int8 [B, H*W] (the stone already placed); cell: long [B]; color: int8 [B];
-    rays: the table of `ray_table(H, W, k)`. Returns bool [B].
+    rays: the table of `ray_table(H, W, k + 1)` (its last step always points at the
+    pad, which never holds a stone). Returns bool [B].
     """
     batch = board_flat.shape[0]
     padded = pad_board(board_flat)
-    along = padded.gather(1, rays[cell].view(batch, -1)).view(batch, 4, 2, -1)
-    same = (along == color.view(batch, 1, 1, 1)).to(torch.int8)
-    run = same.cumprod(dim=-1).sum(dim=-1)  # [B, 4, 2] stones beyond the cell on each side
+    along = padded.gather(1, rays.index_select(0, cell).view(batch, -1)).view(batch, 4, 2, -1)
+    differs = (along != color.view(batch, 1, 1, 1)).to(torch.int8)
+    run = differs.argmax(dim=-1)  # [B, 4, 2] stones beyond the cell on each side: the first other cell
     total = run.sum(dim=-1) + 1  # [B, 4]
     hit = total == k if exact else total >= k
     return hit.any(dim=1)
@@ -103,31 +116,63 @@ def permutation_playout(
     device = board_flat.device
     occupied = board_flat != 0
     keys = uniform(source, (batch, cells), device=device)
-    keys = keys.masked_fill(occupied, -1.0)  # stones already placed come first in the order
-    order = keys.argsort(dim=1)
-    rank = torch.empty_like(order)
-    rank.scatter_(1, order, torch.arange(cells, device=device).expand(batch, cells))
+    keys = keys.masked_fill_(occupied, -1.0)  # stones already placed come first in the order
+    rank = torch.empty((batch, cells), dtype=torch.int16, device=device)
+    rank.scatter_(1, _argsort_rows(keys), _counting(cells, device).expand(batch, cells))
     # Empty cells get times 0, 1, 2, ... in the drawn order; stones already there all get -1.
-    time = torch.where(occupied, -1, rank - occupied.sum(dim=1, keepdim=True))
-    parity = (time % 2).to(torch.int8)  # 0: the player to move, 1: the other
-    color = torch.where(occupied, board_flat, to_play_color.view(batch, 1) * (1 - 2 * parity))
+    time = (rank - occupied.sum(dim=1, keepdim=True, dtype=torch.int16)).clamp_(min=-1)
+    # The player to move places the stones of even times: colour = to_play * (1 - 2 * (time & 1)).
+    placed = to_play_color.view(batch, 1) * (1 - 2 * (time & 1)).to(torch.int8)
+    color = torch.where(occupied, board_flat, placed)
+    count, k = windows.shape
+    flat = windows.reshape(-1)
+    # From here cells come first and the batch last: index_select then copies whole
+    # rows, far faster on a CPU than gathering inside each row. Row `cells` is a pad.
+    if not exact:
+        # The time a colour completes a window is the latest time among its cells,
+        # counting the other colour's cells as late (time + late >= late - 1 > any real time).
+        late = 2 * cells + 2
+        color16 = color.to(torch.int16)
+        own_time = torch.stack([time + (1 - color16) * (late // 2), time + (1 + color16) * (late // 2)])
+        own_time = torch.cat([own_time.permute(2, 0, 1).reshape(cells, 2 * batch), own_time.new_full((1, 2 * batch), late)])
+        filled_at = own_time.index_select(0, flat).view(count, k, 2 * batch).amax(dim=1)  # [N, 2B]
+        first_x, first_o = filled_at.amin(dim=0).view(2, batch)
+        x_wins = ((first_x < first_o) & (first_x < cells)).to(torch.int8)
+        o_wins = ((first_o < first_x) & (first_o < cells)).to(torch.int8)
+        return x_wins - o_wins  # neither completed a window: a draw
+    never = torch.tensor(cells + 1, dtype=torch.int16, device=device)
+    color_t = torch.cat([color.t(), color.new_zeros(1, batch)])
+    time_t = torch.cat([time.t(), never.expand(1, batch)])
+    line = color_t.index_select(0, flat).view(count, k, batch).sum(dim=1, dtype=torch.int8)  # [N, B]
+    filled = line.abs() == k  # every cell of the window has the same colour
+    done_at = time_t.index_select(0, flat).view(count, k, batch).amax(dim=1)  # [N, B] when it fills
+    # An overline does not win: a window counts only if neither end cell already holds
+    # the same colour when the window fills (times of new stones are distinct; stones
+    # already on the board share time -1, hence <=).
+    ends = window_ends.reshape(-1)
+    end_color = color_t.index_select(0, ends).view(count, 2, batch)
+    end_time = time_t.index_select(0, ends).view(count, 2, batch)
+    extended = (end_color == line.sign().unsqueeze(1)) & (end_time <= done_at.unsqueeze(1))
+    filled = filled & ~extended.any(dim=1)
+    done_at = torch.where(filled, done_at, never)
+    earliest, which = done_at.min(dim=0)  # [B]
+    winner = line.gather(0, which.unsqueeze(0)).squeeze(0).sign()
+    return torch.where(earliest < never, winner, torch.zeros_like(winner))
 
-    big = cells + 1
-    color_p = torch.cat([color, color.new_zeros(batch, 1)], dim=1)
-    time_p = torch.cat([time, time.new_full((batch, 1), big)], dim=1)
-    win_color = color_p[:, windows]  # [B, N, k]
-    first = win_color[:, :, 0]
-    filled = (win_color == first.unsqueeze(-1)).all(dim=-1) & (first != 0)
-    done_at = time_p[:, windows].amax(dim=-1)  # [B, N] when the window is filled
-    if exact:
-        # An overline does not win: a window counts only if neither end cell already
-        # holds the same colour when the window fills (times of new stones are distinct;
-        # stones already on the board share time -1, hence <=).
-        end_color = color_p[:, window_ends]  # [B, N, 2]
-        end_time = time_p[:, window_ends]
-        extended = (end_color == first.unsqueeze(-1)) & (end_time <= done_at.unsqueeze(-1))
-        filled = filled & ~extended.any(dim=-1)
-    done_at = torch.where(filled, done_at, torch.full_like(done_at, big))
-    earliest, which = done_at.min(dim=1)
-    winner = first.gather(1, which.unsqueeze(1)).squeeze(1)
-    return torch.where(earliest < big, winner, torch.zeros_like(winner))
+
+_COUNTING: dict = {}
+
+
+def _counting(cells: int, device) -> torch.Tensor:
+    """0, 1, ..., cells - 1 as int16 (cached per device)."""
+    key = (cells, str(device))
+    if key not in _COUNTING:
+        _COUNTING[key] = torch.arange(cells, dtype=torch.int16, device=device)
+    return _COUNTING[key]
+
+
+def _argsort_rows(keys: torch.Tensor) -> torch.Tensor:
+    """argsort along dim 1; on the CPU through NumPy, whose sort is about 4x faster here."""
+    if keys.device.type == "cpu":
+        return torch.from_numpy(np.argsort(keys.numpy(), axis=1))
+    return keys.argsort(dim=1)

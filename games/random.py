@@ -1,12 +1,18 @@
 """Per-game random streams that do not depend on the batch.
 
 A random *source* is either a `torch.Generator` (one stream for the whole batch)
-or a tensor of per-game keys, long [B].  With keys, the numbers game i draws are
-a hash of its own key and a counter, so a game's search and playouts come out the
-same whether it runs alone or inside any batch: results are reproducible from a
-seed and batch independence is testable exactly.  New keys for each use are
-derived with `fold(keys, tag)`, in the manner of counter-based generators
-(splittable keys as in JAX), with a 32-bit integer hash (lowbias32).
+or a tensor of per-game keys, long [B].  With keys, the numbers game i draws
+depend only on its own key, so a game's search and playouts come out the same
+whether it runs alone or inside any batch: results are reproducible from a seed
+and batch independence is testable exactly.  New keys for each use are derived
+with `fold(keys, tag)`, in the manner of splittable counter-based generators
+(as in JAX), with a 32-bit integer hash (lowbias32).
+
+Many numbers per game (a row of `uniform`) are read from a fixed table of 2^20
+uniform floats (drawn once from torch's generator with a fixed seed) along an
+arithmetic progression whose start and odd stride are hashes of the key: one
+index operation per number instead of a dozen integer operations, which is what
+makes keyed random playouts as cheap as torch.rand.
 """
 
 from __future__ import annotations
@@ -40,13 +46,30 @@ def fold(keys: torch.Tensor, data) -> torch.Tensor:
     return _hash32(keys * 0x9E3779B1 + _hash32(data + 0x632BE5AB))
 
 
+_TABLE_BITS = 20
+_TABLES: dict[str, torch.Tensor] = {}
+
+
+def _table(device: torch.device) -> torch.Tensor:
+    key = str(device)
+    if key not in _TABLES:
+        generator = torch.Generator().manual_seed(0x5EED)
+        values = torch.randint(0, 1 << 24, (1 << _TABLE_BITS,), generator=generator, dtype=torch.int32)
+        _TABLES[key] = (values.to(torch.float32) * (1.0 / (1 << 24))).to(device)
+    return _TABLES[key]
+
+
 def uniform(source: Source, shape: tuple[int, int], device="cpu") -> torch.Tensor:
-    """Uniform floats in [0, 1), float32 [B, n]; with keys, row i depends only on keys[i]."""
+    """Uniform floats in [0, 1) (multiples of 2^-24), float32 [B, n]; with keys, row i depends only on keys[i]."""
     if isinstance(source, torch.Tensor):
         batch, n = shape
-        counters = torch.arange(n, dtype=torch.long, device=source.device)
-        bits = _hash32(source.view(-1, 1) * 0x9E3779B1 + _hash32(counters + 0x68E31DA4).view(1, -1))
-        return (bits >> 8).to(torch.float32) * (1.0 / (1 << 24))
+        start = _hash32(source)
+        if n == 1:
+            return (start >> 8).to(torch.float32).mul_(1.0 / (1 << 24)).view(batch, 1)
+        stride = _hash32(source ^ 0x5BD1E995) | 1  # odd: n < 2^20 steps never repeat an entry
+        steps = torch.arange(n, dtype=torch.long, device=source.device)
+        index = (start.view(-1, 1) + steps.view(1, -1) * stride.view(-1, 1)) & ((1 << _TABLE_BITS) - 1)
+        return _table(source.device)[index]
     return torch.rand(shape, generator=source, device=device)
 
 
@@ -62,3 +85,17 @@ def advance(source: Source, tag) -> Source:
     if isinstance(source, torch.Tensor):
         return fold(source, tag)
     return source
+
+
+def random_true(mask: torch.Tensor, uniform_draw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A uniformly random True index of each row, and the number of Trues.
+
+    mask: bool [B, A] (A < 32768); uniform_draw: float [B] in [0, 1).
+    Returns (long [B], int16 [B]); rows without a True get some index, check the count.
+    (An int16 running count and a binary search: the fastest form of this on a CPU.)
+    """
+    running = torch.cumsum(mask, dim=1, dtype=torch.int16)
+    count = running[:, -1]
+    nth = (uniform_draw * count).to(torch.int16).unsqueeze(1)
+    index = torch.searchsorted(running, nth, right=True).squeeze(1)
+    return index.clamp_(max=mask.shape[1] - 1), count

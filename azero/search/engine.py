@@ -24,6 +24,8 @@ from games.random import fold, uniform
 from .selection import NodeView
 from .tree import Tree
 
+_DRAWS = 8  # random numbers drawn at once per simulation for the selection levels
+
 
 class Evaluator(Protocol):
     """Evaluates leaves: (states [n], keys long [n]) -> (prior float [n, A] or None, value float [n]).
@@ -41,19 +43,26 @@ class Rule(Protocol):
     def select(self, view: NodeView) -> torch.Tensor: ...
 
 
+def _rows(array: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
+    """Entries `flat` (b * N + n) of a [B, N, ...] array: [len(flat), ...]."""
+    return array.view(-1, *array.shape[2:]).index_select(0, flat)
+
+
 def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor) -> NodeView:
     """The NodeView of node `flat` (index b * N + n) of each tree."""
-    actions = tree.num_actions
-    visits = tree.visits.view(-1)[flat]
-    mean = tree.value_sum.view(-1)[flat] / visits.clamp(min=1)
-    chooser = player_sign(tree.to_play.view(-1)[flat]).float()
+    visits = _rows(tree.visits, flat)
+    if tree.prior is not None:  # only PUCT's first-play urgency needs the node's own value
+        mean = _rows(tree.value_sum, flat) / visits.clamp(min=1)
+        q = mean * _rows(tree.mover_sign, flat) * player_sign(_rows(tree.to_play, flat)).float()
+    else:
+        q = torch.zeros_like(visits)
     return NodeView(
         visits=visits,
-        q=mean * tree.mover_sign.view(-1)[flat] * chooser,
-        child_visits=tree.child_visits.view(-1, actions)[flat],
-        child_value_sum=tree.child_value_sum.view(-1, actions)[flat],
-        prior=None if tree.prior is None else tree.prior.view(-1, actions)[flat],
-        legal=tree.legal.view(-1, actions)[flat],
+        q=q,
+        child_visits=_rows(tree.child_visits, flat),
+        child_value_sum=_rows(tree.child_value_sum, flat),
+        prior=None if tree.prior is None else _rows(tree.prior, flat),
+        legal=_rows(tree.legal, flat),
         uniform=uniform_draw,
     )
 
@@ -76,6 +85,7 @@ def simulate(
         if int(tree.next_node.max()) >= capacity:
             raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
         sim_keys = fold(tree.keys, tree.visits[:, 0].long())  # each tree's own simulation counter
+        draws = uniform(sim_keys, (batch, _DRAWS))  # tie-break numbers for the first levels
         # -- select ------------------------------------------------------------------------
         node = torch.zeros(batch, dtype=torch.long, device=device)
         path = [node]
@@ -84,10 +94,13 @@ def simulate(
         depth = 0
         while True:
             flat = base + node
-            draw = uniform(fold(sim_keys, depth), (batch, 1)).squeeze(1)
+            if depth < _DRAWS:
+                draw = draws[:, depth]
+            else:
+                draw = uniform(fold(sim_keys, depth), (batch, 1)).squeeze(1)
             action = rule.select(_node_view(tree, flat, draw))
-            child = tree.children.view(-1, tree.num_actions)[flat, action].long()
-            open_node = active & ~tree.terminal.view(-1)[flat]
+            child = tree.children.view(-1).index_select(0, flat * tree.num_actions + action).long()
+            open_node = active & ~tree.terminal.view(-1).index_select(0, flat)
             go = open_node & (child >= 0)
             expand_action = torch.where(open_node & (child < 0), action, expand_action)
             if not bool(go.any()):
@@ -97,10 +110,19 @@ def simulate(
             active = go
             depth += 1
         # -- expand and evaluate -------------------------------------------------------------
-        value = tree.terminal_value.view(-1)[base + node]  # trees that stopped at a finished game
+        value = tree.terminal_value.view(-1).index_select(0, base + node)  # trees that stopped at a finished game
         expanding = (expand_action >= 0).nonzero().squeeze(1)
         if expanding.numel():
-            value = _expand(tree, game, evaluator, rule, expanding, node[expanding], expand_action[expanding], sim_keys, value)
+            value = _expand(
+                tree,
+                game,
+                evaluator,
+                expanding,
+                node.index_select(0, expanding),
+                expand_action.index_select(0, expanding),
+                sim_keys,
+                value,
+            )
             new_node = torch.full((batch,), -1, dtype=torch.long, device=device)
             new_node[expanding] = tree.next_node[expanding] - 1
             path.append(new_node)
@@ -115,7 +137,6 @@ def _expand(
     tree: Tree,
     game: Game,
     evaluator: Evaluator,
-    rule: Rule,
     rows: torch.Tensor,
     parent: torch.Tensor,
     action: torch.Tensor,
@@ -127,30 +148,32 @@ def _expand(
     parent_flat = rows * capacity + parent
     new = tree.next_node[rows]
     new_flat = rows * capacity + new
-    parent_states = tree.states[parent_flat]
-    states = game.step(parent_states, action)
-    tree.states.assign_(new_flat, states)
-    tree.to_play.view(-1)[new_flat] = states.to_play
-    tree.mover_sign.view(-1)[new_flat] = player_sign(parent_states.to_play).float()
-    tree.parent.view(-1)[new_flat] = parent
-    tree.action.view(-1)[new_flat] = action
+    parent_states = tree.states.take(parent_flat)
+    states = game.step(parent_states, action, trusted=True)  # legal by construction
     legal = game.legal_mask(states)
-    tree.legal.view(-1, actions)[new_flat] = legal
-    tree.terminal.view(-1)[new_flat] = states.done
     result = game.result(states)
-    tree.terminal_value.view(-1)[new_flat] = result
-    tree.children.view(-1, actions)[parent_flat, action] = new.to(torch.int32)
-    tree.next_node[rows] = new + 1
 
-    prior, leaf_value = evaluator(states, sim_keys[rows])
+    def put(array, values):
+        array.view(-1, *array.shape[2:]).index_copy_(0, new_flat, values)
+
+    tree.states.put_(new_flat, states)
+    put(tree.to_play, states.to_play)
+    put(tree.mover_sign, player_sign(parent_states.to_play).float())
+    put(tree.parent, parent)
+    put(tree.action, action)
+    put(tree.legal, legal)
+    put(tree.terminal, states.done)
+    put(tree.terminal_value, result)
+    tree.children.view(-1).index_copy_(0, parent_flat * actions + action, new.to(torch.int32))
+    tree.next_node.index_copy_(0, rows, new + 1)
+
+    prior, leaf_value = evaluator(states, sim_keys.index_select(0, rows))
     leaf_value = torch.where(states.done, result, leaf_value)
     if tree.prior is not None:
         if prior is None:
             prior = legal.float() / legal.sum(dim=1, keepdim=True).clamp(min=1)
-        tree.prior.view(-1, actions)[new_flat] = prior
-    value = value.clone()
-    value[rows] = leaf_value
-    return value
+        put(tree.prior, prior)
+    return value.index_copy(0, rows, leaf_value)
 
 
 def _backup(tree: Tree, path: torch.Tensor, value: torch.Tensor) -> None:

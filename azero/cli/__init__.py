@@ -1,0 +1,28 @@
+"""The `azero` command: one entry point for every script (`azero train ...` = `python scripts/train.py ...`)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "train": "train a network by self-play",
+    "play": "play against a checkpoint or any player, in the terminal or the browser",
+    "evaluate": "play a match between two players and report Elo",
+    "bench": "print throughput figures as one JSON object",
+}
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        width = max(map(len, COMMANDS))
+        lines = ["usage: azero COMMAND [options]   (azero COMMAND --help for the options)", "", "commands:"]
+        lines += [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
+        stream = sys.stdout if not argv or argv[0] in ("-h", "--help") else sys.stderr
+        if argv and argv[0] not in ("-h", "--help"):
+            print(f"error: unknown command {argv[0]!r}", file=sys.stderr)
+        print("\n".join(lines), file=stream)
+        return 0 if not argv or argv[0] in ("-h", "--help") else 2
+    module = importlib.import_module(f"azero.cli.{argv[0]}")
+    return module.main(argv[1:])
