@@ -66,6 +66,7 @@ class Solver:
             parent, action = mask.nonzero(as_tuple=True)
             frontier = game.step(live[parent], action)
         self.num_positions = len(seen)
+        self._layers = layers
         # values backwards: value for the player to move, +1 win / 0 draw / -1 loss
         self._value: dict[bytes, float] = {}
         for layer, keys in zip(reversed(layers), reversed(self._keys_per_layer)):
@@ -93,6 +94,20 @@ class Solver:
             child, _ = self._child_values(states[live])
             values[live] = child.max(dim=1).values
         return values
+
+    def positions(self, *, finished: bool = False) -> State:
+        """Every distinct reachable position (unfinished ones only, unless `finished`)."""
+        seen: set[bytes] = set()
+        parts = []
+        for layer in self._layers:
+            keep = []
+            for i, key in enumerate(state_key(layer)):
+                if key not in seen and (finished or not bool(layer.done[i])):
+                    seen.add(key)
+                    keep.append(i)
+            if keep:
+                parts.append(layer[torch.tensor(keep, dtype=torch.long)])
+        return State.cat(parts)
 
     def value(self, states: State) -> torch.Tensor:
         """float [B]: exact value for the player to move."""

@@ -38,7 +38,8 @@ class Evaluator(Protocol):
 
 
 class Rule(Protocol):
-    uses_prior: bool
+    uses_prior: bool  # the tree keeps priors for it
+    uses_uniform: bool  # it wants one uniform random number per tree and level
 
     def select(self, view: NodeView) -> torch.Tensor: ...
 
@@ -52,8 +53,7 @@ def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor) -> No
     """The NodeView of node `flat` (index b * N + n) of each tree."""
     visits = _rows(tree.visits, flat)
     if tree.prior is not None:  # only PUCT's first-play urgency needs the node's own value
-        mean = _rows(tree.value_sum, flat) / visits.clamp(min=1)
-        q = mean * _rows(tree.mover_sign, flat) * player_sign(_rows(tree.to_play, flat)).float()
+        q = _rows(tree.value_sum, flat) / visits.clamp(min=1) * _rows(tree.q_sign, flat)
     else:
         q = torch.zeros_like(visits)
     return NodeView(
@@ -85,7 +85,8 @@ def simulate(
         if int(tree.next_node.max()) >= capacity:
             raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
         sim_keys = fold(tree.keys, tree.visits[:, 0].long())  # each tree's own simulation counter
-        draws = uniform(sim_keys, (batch, _DRAWS))  # tie-break numbers for the first levels
+        # random numbers for the first levels, for rules that use them (UCB1's untried moves)
+        draws = uniform(sim_keys, (batch, _DRAWS)) if rule.uses_uniform else None
         # -- select ------------------------------------------------------------------------
         node = torch.zeros(batch, dtype=torch.long, device=device)
         path = [node]
@@ -94,7 +95,9 @@ def simulate(
         depth = 0
         while True:
             flat = base + node
-            if depth < _DRAWS:
+            if draws is None:
+                draw = None
+            elif depth < _DRAWS:
                 draw = draws[:, depth]
             else:
                 draw = uniform(fold(sim_keys, depth), (batch, 1)).squeeze(1)
@@ -158,7 +161,9 @@ def _expand(
 
     tree.states.put_(new_flat, states)
     put(tree.to_play, states.to_play)
-    put(tree.mover_sign, player_sign(parent_states.to_play).float())
+    mover = player_sign(parent_states.to_play).float()
+    put(tree.mover_sign, mover)
+    put(tree.q_sign, mover * player_sign(states.to_play).float())
     put(tree.parent, parent)
     put(tree.action, action)
     put(tree.legal, legal)

@@ -47,6 +47,7 @@ class UCB1:
 
     c: float = math.sqrt(2.0)
     uses_prior = False
+    uses_uniform = True
 
     def scores(self, view: NodeView) -> torch.Tensor:
         """float [B, A]: the UCB1 value of each tried action, -inf for untried and illegal ones."""
@@ -79,16 +80,20 @@ class PUCT:
 
     c_init: float = 1.25
     c_base: float = 19652.0
-    fpu_reduction: float = 0.25
+    fpu_reduction: float = 0.0
     uses_prior = True
+    uses_uniform = False
 
     def scores(self, view: NodeView) -> torch.Tensor:
+        """float [B, A]: twice the PUCT score minus 1 (the same order; computed on the [-1, 1]
+        scale with the constants doubled, which saves operations), -inf for illegal actions."""
         n = view.child_visits
-        parent_n = view.visits.clamp(min=1).unsqueeze(1)
-        fpu = (0.5 * (view.q + 1.0) - self.fpu_reduction).clamp(0.0, 1.0).unsqueeze(1)
-        q = torch.where(n > 0, 0.5 * (view.child_value_sum / n.clamp(min=1) + 1.0), fpu)
-        c = self.c_init + torch.log((parent_n + self.c_base + 1.0) / self.c_base)
-        score = q + c * view.prior * torch.sqrt(parent_n) / (1.0 + n)
+        parent_n = view.visits.clamp(min=1)
+        c = self.c_init + torch.log((parent_n + (self.c_base + 1.0)) / self.c_base)
+        weight = (2.0 * c * torch.sqrt(parent_n)).unsqueeze(1)
+        fpu = (view.q - 2.0 * self.fpu_reduction).clamp(-1.0, 1.0).unsqueeze(1)
+        q = torch.where(n > 0, view.child_value_sum / n.clamp(min=1), fpu)
+        score = q + weight * view.prior / (n + 1.0)
         return score.masked_fill(~view.legal, -math.inf)
 
     def select(self, view: NodeView) -> torch.Tensor:

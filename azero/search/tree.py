@@ -29,6 +29,7 @@ class Tree:
       states:          State [B * N]   the position at each node (flat: tree b, node n -> b * N + n)
       to_play:         long  [B, N]    player to move at the node
       mover_sign:      float [B, N]    +1 if the first player moved into the node, else -1
+      q_sign:          float [B, N]    turns the node's value into the view of the player to move there
       parent:          long  [B, N]    parent node, -1 for the root and unused nodes
       action:          long  [B, N]    action from the parent, -1 for the root
       visits:          float [B, N]    simulations through the node
@@ -47,6 +48,7 @@ class Tree:
     states: State
     to_play: torch.Tensor
     mover_sign: torch.Tensor
+    q_sign: torch.Tensor
     parent: torch.Tensor
     action: torch.Tensor
     visits: torch.Tensor
@@ -138,10 +140,13 @@ def new_tree(
     to_play[:, 0] = roots.to_play
     mover = full((batch, nodes), 0.0)
     mover[:, 0] = -player_sign(roots.to_play).float()
+    q_sign = full((batch, nodes), 0.0)
+    q_sign[:, 0] = -1.0
     return Tree(
         states=states,
         to_play=to_play,
         mover_sign=mover,
+        q_sign=q_sign,
         parent=full((batch, nodes), -1, torch.long),
         action=full((batch, nodes), -1, torch.long),
         visits=full((batch, nodes), 0.0),
@@ -156,3 +161,87 @@ def new_tree(
         next_node=full((batch,), 1, torch.long),
         keys=keys.to(device),
     )
+
+
+def _gather_nodes(array: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
+    """array [B, N, ...] reordered along nodes: out[b, j] = array[b, old[b, j]]."""
+    index = old.view(*old.shape, *([1] * (array.dim() - 2))).expand(-1, -1, *array.shape[2:])
+    return array.gather(1, index)
+
+
+def subtree(tree: Tree, actions: torch.Tensor) -> tuple[Tree, torch.Tensor]:
+    """The subtrees under the root actions taken (long [B]), compacted into a tree of the same size.
+
+    Returns (tree, kept bool [B]); where the child was never expanded (kept False) the
+    row is an empty tree and the caller must reset it with `replace_rows`.
+    The kept child becomes node 0 with its visits, values and priors; its descendants
+    keep their order (so parents still come before children).
+    """
+    batch, nodes = tree.batch_size, tree.capacity
+    device = tree.visits.device
+    rows = torch.arange(batch, device=device)
+    new_root = tree.children[rows, 0, actions.clamp(min=0)].long()
+    kept = (new_root >= 0) & (actions >= 0)
+    index = torch.arange(nodes, device=device).expand(batch, nodes)
+    # member[b, n]: node n descends from (or is) the new root; pointer jumping up the parents
+    member = index == new_root.unsqueeze(1)
+    jump = tree.parent.clone()
+    for _ in range(max(1, nodes.bit_length())):
+        valid = jump >= 0
+        member = member | (valid & member.gather(1, jump.clamp(min=0)))
+        jump = torch.where(valid, jump.gather(1, jump.clamp(min=0)), jump)
+    member &= kept.unsqueeze(1)
+    count = member.sum(dim=1)
+    new_id = member.long().cumsum(dim=1) - 1  # position of each member in the new tree
+    old = torch.where(member, index, index + nodes).argsort(dim=1)  # old node of each new slot
+    used = index < count.unsqueeze(1)
+
+    def nodes_of(array, empty):
+        out = _gather_nodes(array, old)
+        mask = used.view(*used.shape, *([1] * (array.dim() - 2)))
+        return torch.where(mask, out, torch.as_tensor(empty, dtype=array.dtype, device=device))
+
+    parent = nodes_of(tree.parent, -1)
+    parent = torch.where(parent >= 0, new_id.gather(1, parent.clamp(min=0)), parent)
+    parent[:, 0] = -1
+    children = nodes_of(tree.children, -1).long()
+    flat_children = children.clamp(min=0).view(batch, -1)
+    children = torch.where(children >= 0, new_id.gather(1, flat_children).view_as(children), children)
+    action = nodes_of(tree.action, -1)
+    action[:, 0] = -1
+    flat_old = (rows.unsqueeze(1) * nodes + old).view(-1)
+    return (
+        Tree(
+            states=tree.states.take(flat_old),
+            to_play=nodes_of(tree.to_play, 0),
+            mover_sign=nodes_of(tree.mover_sign, 0.0),
+            q_sign=nodes_of(tree.q_sign, 0.0),
+            parent=parent,
+            action=action,
+            visits=nodes_of(tree.visits, 0.0),
+            value_sum=nodes_of(tree.value_sum, 0.0),
+            terminal=nodes_of(tree.terminal, False),
+            terminal_value=nodes_of(tree.terminal_value, 0.0),
+            legal=nodes_of(tree.legal, False),
+            children=children.to(torch.int32),
+            child_visits=nodes_of(tree.child_visits, 0.0),
+            child_value_sum=nodes_of(tree.child_value_sum, 0.0),
+            prior=None if tree.prior is None else nodes_of(tree.prior, 0.0),
+            next_node=torch.where(kept, count, torch.ones_like(count)),
+            keys=tree.keys.clone(),
+        ),
+        kept,
+    )
+
+
+def replace_rows(tree: Tree, rows: torch.Tensor, other: Tree) -> Tree:
+    """In place: trees `rows` (long [n]) become the trees of `other` (a Tree of n rows, same capacity)."""
+    nodes = tree.capacity
+    for name in ("to_play", "mover_sign", "q_sign", "parent", "action", "visits", "value_sum", "terminal",
+                 "terminal_value", "legal", "children", "child_visits", "child_value_sum", "next_node", "keys"):
+        getattr(tree, name).index_copy_(0, rows, getattr(other, name))
+    if tree.prior is not None:
+        tree.prior.index_copy_(0, rows, other.prior)
+    flat = (rows.unsqueeze(1) * nodes + torch.arange(nodes, device=rows.device)).view(-1)
+    tree.states.put_(flat, other.states)
+    return tree

@@ -1,0 +1,122 @@
+"""Checkpoints: self-describing, written atomically, loaded safely.
+
+A checkpoint is a dict of plain values and tensors (loadable with
+`torch.load(..., weights_only=True)`, so a file from elsewhere cannot run code):
+
+    format:   "azero-checkpoint"
+    version:  FORMAT_VERSION
+    game:     the game spec, e.g. "gomoku:size=8,k=5,rule=freestyle"
+    network:  {"blocks": 4, "channels": 64, "value_hidden": 64}
+    model:    the network's state_dict
+    iteration, and for `latest.pt` the whole training state (optimizer, counters, random states)
+
+Every file is written to a temporary name in the same folder, flushed to disk
+with fsync, then renamed over the old one, so a crash leaves the old file or the
+new one, never half of either.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import games
+from games import Game
+
+from .errors import UserError
+from .network import NetworkConfig, PolicyValueNet
+
+FORMAT = "azero-checkpoint"
+FORMAT_VERSION = 1
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write `data` to `path` atomically (temp file, fsync, rename, fsync of the folder)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    try:
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+    except OSError:
+        pass
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_save(obj: Any, path: str | Path) -> None:
+    """torch.save `obj` to `path` atomically."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def safe_load(path: str | Path, what: str = "file") -> Any:
+    """torch.load with weights_only=True; a missing or damaged file is a one-line UserError."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{what} not found: {path}")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # truncated zip, not a torch file, unsafe content, ...
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UserError(f"{path} is not a readable {what} (damaged or truncated?): {reason[:160]}") from None
+
+
+def network_checkpoint(net: PolicyValueNet, game: Game, iteration: int, **extra) -> dict:
+    """The self-describing dict of a network (extra keys: training state)."""
+    return {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "game": game.spec,
+        "network": net.describe()["network"],
+        "model": {k: v.detach().cpu() for k, v in net.state_dict().items()},
+        "iteration": int(iteration),
+        **extra,
+    }
+
+
+def load_checkpoint(path: str | Path, *, game: Game | None = None) -> dict:
+    """Load and check a checkpoint; with `game`, it must be a checkpoint of that game."""
+    data = safe_load(path, "checkpoint")
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise UserError(f"{path} is not an azero checkpoint")
+    if data.get("version") != FORMAT_VERSION:
+        raise UserError(f"{path} has checkpoint format version {data.get('version')}; this azero reads {FORMAT_VERSION}")
+    for key in ("game", "network", "model", "iteration"):
+        if key not in data:
+            raise UserError(f"{path} is an incomplete checkpoint (no {key!r})")
+    if game is not None and games.make_from_spec(data["game"]) != game:
+        raise UserError(f"{path} is a checkpoint of {data['game']}, not of {game.spec}")
+    return data
+
+
+def network_from_checkpoint(data: dict, device="cpu") -> tuple[Game, PolicyValueNet]:
+    """Rebuild (game, network in eval mode) from a loaded checkpoint."""
+    game = games.make_from_spec(data["game"])
+    try:
+        config = NetworkConfig(**data["network"])
+        net = PolicyValueNet(config, game)
+        net.load_state_dict(data["model"])
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise UserError(f"checkpoint network does not match its description: {str(error).splitlines()[0]}") from None
+    return game, net.to(device).eval()

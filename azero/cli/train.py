@@ -1,0 +1,68 @@
+"""python scripts/train.py: train a network by self-play (see azero/loop.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import cli_entry
+
+
+@cli_entry
+def main(argv=None) -> int:
+    from .. import config as config_module
+    from ..config import load_config
+    from ..loop import train
+
+    parser = argparse.ArgumentParser(
+        prog="train.py",
+        description="Train an agent by self-play: iterations of self-play, training and evaluation against "
+        "random-rollout UCT, with checkpoints, TensorBoard logs and metrics.jsonl in a run folder. "
+        "Stop with Ctrl-C at any time; run again with --run-dir to continue.",
+        epilog="Examples: train.py --game gomoku | train.py --game tictactoe --minutes 5 | "
+        "train.py --game gomoku --set search.simulations=128 --set network.blocks=6 | "
+        "train.py --run-dir runs/gomoku-20261122-150000 (resume). "
+        "See every config key with --help-config.",
+    )
+    parser.add_argument("--game", help="game whose preset to use (configs/GAME.toml), e.g. gomoku, gomoku15, tictactoe")
+    parser.add_argument("--config", metavar="PATH", help="a TOML config file instead of a preset")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config key, e.g. --set search.simulations=128 (repeatable)")
+    parser.add_argument("--run-dir", type=Path, help="run folder; an existing one is resumed with its own config "
+                        "(default: runs/GAME-TIME)")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--minutes", type=float, help="stop after this many minutes (this session)")
+    budget.add_argument("--iterations", type=int, help="stop once the run has completed this many iterations in all")
+    parser.add_argument("--device", help="torch device, cpu or cuda (overrides run.device)")
+    parser.add_argument("--seed", type=int, help="random seed (overrides run.seed)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars (log lines only)")
+    parser.add_argument("--help-config", action="store_true", help="list every config key with its default and exit")
+    args = parser.parse_args(argv)
+    if args.help_config:
+        print(config_module.help_text())
+        return 0
+    if args.minutes is not None and args.minutes <= 0:
+        parser.error("--minutes must be positive")
+    if args.iterations is not None and args.iterations < 1:
+        parser.error("--iterations must be at least 1")
+    resuming = args.run_dir is not None and (args.run_dir / "config.toml").exists()
+    config = None
+    if resuming:
+        if args.game or args.config or args.set or args.device or args.seed is not None:
+            parser.error("an existing run keeps its own config: drop --game/--config/--set/--device/--seed "
+                         f"(edit {args.run_dir / 'config.toml'} to change it)")
+    else:
+        if not args.game and not args.config:
+            parser.error("give --game NAME (a preset in configs/) or --config PATH, or --run-dir of a run to resume")
+        overrides = list(args.set)
+        if args.device:
+            overrides.append(f"run.device={args.device}")
+        if args.seed is not None:
+            overrides.append(f"run.seed={args.seed}")
+        config = load_config(game=None if args.config else args.game, path=args.config, overrides=overrides)
+        if args.game and args.config:
+            parser.error("give --game or --config, not both")
+    train(config, args.run_dir, minutes=args.minutes, iterations=args.iterations,
+          progress=not args.no_progress, command=[sys.executable, *sys.argv])
+    return 0

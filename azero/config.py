@@ -1,0 +1,261 @@
+"""One typed configuration per run: dataclass defaults, a TOML preset per game, `--set a.b=c`.
+
+    config = load_config(game="gomoku", overrides=["search.simulations=128"])
+    config = load_config(path="configs/gomoku15.toml")
+
+Presets in configs/ hold only what differs from the defaults here. Unknown keys
+and bad values are errors (ConfigError) that name the key and what is allowed.
+Every field has a one-line help text, shown by `train.py --help-config`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import UserError
+from .network import NetworkConfig
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+class ConfigError(UserError):
+    pass
+
+
+def _f(default, help: str, choices: tuple | None = None, low: float | None = None):
+    meta = {"help": help, "choices": choices, "low": low}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class GameConfig:
+    spec: str = _f("gomoku:size=8,k=5", "the game and its options, e.g. gomoku:size=9,k=5 or connect4")
+
+
+@dataclass
+class SearchConfig:
+    simulations: int = _f(64, "PUCT simulations per move in self-play", low=1)
+    c_init: float = _f(1.25, "PUCT exploration constant c_init", low=0)
+    c_base: float = _f(19652.0, "PUCT exploration constant c_base", low=1)
+    fpu_reduction: float = _f(0.0, "first-play urgency: an unvisited move's value is the parent's minus this", low=0)
+    dirichlet_alpha: float = _f(0.0, "root noise concentration; 0 = 10 / (typical number of legal moves)", low=0)
+    noise_fraction: float = _f(0.25, "weight of the Dirichlet noise in the root prior", low=0)
+    temperature_moves: int = _f(8, "moves of each game sampled in proportion to visits; then the most visited", low=0)
+    reuse_tree: bool = _f(True, "keep the chosen move's subtree for the next move in self-play")
+
+
+@dataclass
+class SelfPlayConfig:
+    games: int = _f(128, "self-play games played at once (one batch)", low=1)
+    positions_per_iteration: int = _f(4096, "positions collected per iteration (whole moves of all games)", low=1)
+
+
+@dataclass
+class ReplayConfig:
+    capacity: int = _f(100_000, "positions kept in the replay buffer", low=1)
+    augment: bool = _f(True, "apply a random board symmetry to each sampled position")
+
+
+@dataclass
+class TrainConfig:
+    batch_size: int = _f(256, "positions per gradient step", low=1)
+    sample_reuse: float = _f(4.0, "gradient steps per iteration = new positions * sample_reuse / batch_size", low=0)
+    min_replay: int = _f(2048, "positions the buffer must hold before training starts", low=0)
+    optimizer: str = _f("adamw", "optimizer", choices=("adamw", "sgd"))
+    learning_rate: float = _f(1e-3, "learning rate (peak for schedules)", low=0)
+    momentum: float = _f(0.9, "SGD momentum", low=0)
+    weight_decay: float = _f(1e-4, "weight decay (L2 for SGD, decoupled for AdamW)", low=0)
+    schedule: str = _f("constant", "learning-rate schedule", choices=("constant", "step", "cosine"))
+    decay_every: int = _f(50, "step schedule: iterations between decays", low=1)
+    decay_factor: float = _f(0.3, "step schedule: factor per decay", low=0)
+    schedule_iterations: int = _f(200, "cosine schedule: iterations from peak to min_learning_rate", low=1)
+    min_learning_rate: float = _f(1e-5, "cosine schedule: final learning rate", low=0)
+    grad_clip: float = _f(5.0, "clip the gradient norm to this (0 = no clipping)", low=0)
+
+
+@dataclass
+class EvaluationConfig:
+    every: int = _f(4, "evaluate every this many iterations (0 = only at the end)", low=0)
+    games: int = _f(40, "games against each opponent per evaluation", low=2)
+    simulations: int = _f(64, "PUCT simulations per move of the network in evaluation games", low=1)
+    ladder: list = _f([100, 300, 1000, 3000, 10000], "random-rollout UCT opponents (iterations a move)")
+    opponents: int = _f(2, "ladder opponents per evaluation, chosen around the current strength", low=1)
+
+
+@dataclass
+class RunConfig:
+    seed: int = _f(0, "random seed")
+    device: str = _f("cpu", "torch device: cpu or cuda")
+    threads: int = _f(0, "torch CPU threads (0 = torch's default)", low=0)
+    keep_every: int = _f(10, "keep a numbered checkpoint every this many iterations", low=1)
+
+
+@dataclass
+class Config:
+    game: GameConfig = field(default_factory=GameConfig)
+    network: NetworkConfig = field(default_factory=NetworkConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def to_toml(self) -> str:
+        """The whole resolved config as TOML (sections of plain values)."""
+        lines = []
+        for section, values in self.to_dict().items():
+            lines.append(f"[{section}]")
+            for key, value in values.items():
+                lines.append(f"{key} = {_toml_value(value)}")
+            lines.append("")
+        return "\n".join(lines)
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {value!r} as TOML")
+
+
+def _sections() -> dict[str, type]:
+    hints = typing.get_type_hints(Config)
+    return {f.name: hints[f.name] for f in dataclasses.fields(Config)}
+
+
+def _convert(section: str, f: dataclasses.Field, kind, value, *, from_text: bool):
+    name = f"{section}.{f.name}"
+    meta = f.metadata or {}
+    try:
+        if kind is bool:
+            if from_text:
+                if str(value).lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError
+                value = str(value).lower() in ("true", "1", "yes")
+            elif not isinstance(value, bool):
+                raise ValueError
+        elif kind is int:
+            if isinstance(value, bool) or (not from_text and not isinstance(value, int)):
+                raise ValueError
+            value = int(value)
+        elif kind is float:
+            if isinstance(value, bool):
+                raise ValueError
+            value = float(value)
+        elif kind is list:
+            if from_text:
+                value = [int(v) for v in str(value).strip("[]").split(",") if v.strip()]
+            elif not isinstance(value, list):
+                raise ValueError
+            value = [int(v) for v in value]
+        elif kind is str:
+            if not from_text and not isinstance(value, str):
+                raise ValueError
+            value = str(value)
+    except (TypeError, ValueError):
+        kind_name = "list of integers, e.g. [100, 300]" if kind is list else kind.__name__
+        raise ConfigError(f"{name}: {value!r} is not a valid {kind_name}") from None
+    choices, low = meta.get("choices"), meta.get("low")
+    if choices and value not in choices:
+        raise ConfigError(f"{name}: {value!r} is not allowed; choose one of: {', '.join(choices)}")
+    if low is not None and isinstance(value, (int, float)) and value < low:
+        raise ConfigError(f"{name}: {value!r} is too small; it must be at least {low:g}")
+    return value
+
+
+def _apply(config: Config, section: str, key: str, value, *, from_text: bool, origin: str) -> None:
+    sections = _sections()
+    if section not in sections:
+        raise ConfigError(f"{origin}: unknown section [{section}]; valid sections: {', '.join(sections)}")
+    target = getattr(config, section)
+    fields = {f.name: f for f in dataclasses.fields(target)}
+    if key not in fields:
+        raise ConfigError(f"{origin}: unknown key {section}.{key}; valid keys of [{section}]: {', '.join(fields)}")
+    kind = typing.get_type_hints(type(target))[key]
+    setattr(target, key, _convert(section, fields[key], kind, value, from_text=from_text))
+
+
+def merge_toml(config: Config, data: dict, origin: str) -> None:
+    for section, values in data.items():
+        if not isinstance(values, dict):
+            raise ConfigError(f"{origin}: {section} must be a [section] of keys; valid sections: {', '.join(_sections())}")
+        for key, value in values.items():
+            _apply(config, section, key, value, from_text=False, origin=origin)
+
+
+def read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+
+
+def preset_path(game_name: str) -> Path:
+    return CONFIG_DIR / f"{game_name}.toml"
+
+
+def load_config(*, game: str | None = None, path: str | Path | None = None, overrides: list[str] = ()) -> Config:
+    """Defaults, then the preset (configs/<game>.toml, or `path`), then `--set` overrides."""
+    config = Config()
+    if path is not None:
+        merge_toml(config, read_toml(Path(path)), str(path))
+    elif game is not None:
+        preset = preset_path(game)
+        if not preset.exists():
+            known = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.toml")))
+            raise ConfigError(f"no preset for game {game!r} (configs/{game}.toml); presets: {known}")
+        merge_toml(config, read_toml(preset), f"configs/{game}.toml")
+    for item in overrides:
+        key, eq, value = item.partition("=")
+        section, dot, name = key.strip().partition(".")
+        if not eq or not dot:
+            raise ConfigError(f"--set {item!r}: write section.key=value, e.g. search.simulations=128")
+        _apply(config, section, name, value.strip(), from_text=True, origin="--set")
+    return config
+
+
+def config_from_dict(data: dict) -> Config:
+    """Rebuild a Config from `Config.to_dict()` output (checkpoints, run folders)."""
+    config = Config()
+    merge_toml(config, data, "saved config")
+    return config
+
+
+def help_text() -> str:
+    """Every key with its default and help, by section."""
+    lines = []
+    for section, cls in _sections().items():
+        lines.append(f"[{section}]")
+        for f in dataclasses.fields(cls):
+            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            text = (f.metadata or {}).get("help") or _network_help(f.name)
+            choices = (f.metadata or {}).get("choices")
+            extra = f" ({' | '.join(choices)})" if choices else ""
+            lines.append(f"  {f.name} = {_toml_value(default)}  # {text}{extra}")
+    return "\n".join(lines)
+
+
+def _network_help(name: str) -> str:
+    return {
+        "blocks": "residual blocks",
+        "channels": "convolution channels in the trunk",
+        "value_hidden": "units of the value head's hidden layer",
+    }.get(name, "")

@@ -1,0 +1,69 @@
+"""Evaluation during training: the network against a ladder of random-rollout UCT players.
+
+Each evaluation plays the current network (PUCT at a fixed small simulation
+count, no noise) against `opponents` rungs of the ladder around its current
+strength (the window moves up when it scores over 75% against the top rung,
+down when under 25% against the bottom one). All results so far feed one
+Bradley-Terry fit in which every evaluated network and every UCT rung is a
+player, anchored at the weakest rung = 0 Elo; the networks connect the rungs,
+so no separate calibration games are needed.
+"""
+
+from __future__ import annotations
+
+from games import Game
+
+from .agent import AZPlayer
+from .arena import play_match
+from .config import EvaluationConfig
+from .elo import ladder
+from .network import PolicyValueNet
+from .players import UCTPlayer
+
+
+class LadderEvaluator:
+    def __init__(self, game: Game, config: EvaluationConfig, seed: int = 0, device="cpu"):
+        self.game, self.config, self.seed, self.device = game, config, seed, device
+        self.rungs = sorted(config.ladder)
+        self.level = 0
+        self.records: list[tuple[str, str, float, int]] = []
+
+    @property
+    def anchor(self) -> str:
+        return f"uct:{self.rungs[0]}"
+
+    def evaluate(self, net: PolicyValueNet, iteration: int, *, progress: bool = True) -> dict[str, float]:
+        config = self.config
+        name = f"az@{iteration}"
+        player = AZPlayer(self.game, net, config.simulations, device=self.device, name=name)
+        count = min(config.opponents, len(self.rungs))
+        start = min(self.level, len(self.rungs) - count)
+        chosen = self.rungs[start : start + count]
+        metrics: dict[str, float] = {}
+        scores = []
+        for rung in chosen:
+            opponent = UCTPlayer(self.game, rung)
+            result = play_match(self.game, player, opponent, config.games, seed=self.seed * 1000 + iteration,
+                                progress=progress, description=f"eval vs uct:{rung}")
+            self.records.append((name, f"uct:{rung}", result.a_wins + 0.5 * result.draws, result.games))
+            metrics[f"eval/score_vs_uct{rung}"] = result.a_score
+            metrics[f"eval/win_rate_vs_uct{rung}"] = result.a_wins / result.games
+            scores.append(result.a_score)
+        if scores[-1] > 0.75 and start + count < len(self.rungs):
+            self.level = start + 1
+        elif scores[0] < 0.25 and start > 0:
+            self.level = start - 1
+        else:
+            self.level = start
+        ratings = ladder(self.records, anchor=self.anchor)
+        if name in ratings:
+            rating = ratings[name]
+            metrics.update({"eval/elo": rating.elo, "eval/elo_low": rating.low, "eval/elo_high": rating.high})
+        return metrics
+
+    def state_dict(self) -> dict:
+        return {"level": self.level, "records": [list(r) for r in self.records]}
+
+    def load_state_dict(self, data: dict) -> None:
+        self.level = int(data["level"])
+        self.records = [(str(a), str(b), float(s), int(n)) for a, b, s, n in data["records"]]

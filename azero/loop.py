@@ -1,0 +1,274 @@
+"""The training run: self-play -> train -> (sometimes) evaluate -> checkpoint, resumable.
+
+A run lives in one folder:
+
+    config.toml        the resolved config it runs with
+    provenance.json    azero version, git commit (and provenance.diff if the tree was dirty), command
+    latest.pt          network + optimizer + counters + random states + games in progress
+    checkpoints/       iter-000010.pt ... network-only checkpoints every run.keep_every iterations
+    replay/            iter-000007-4123.pt ... each iteration's new samples
+    metrics.jsonl      one JSON record per iteration (the same scalars as TensorBoard)
+    tb/                TensorBoard events
+
+Everything is written at the end of an iteration, atomically, so stopping at
+any moment (Ctrl-C, kill, power cut) loses at most the iteration in progress;
+starting again with the same folder continues exactly where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+import games
+
+from . import __version__
+from .checkpoint import atomic_save, atomic_write_text, load_checkpoint, network_checkpoint
+from .config import Config, config_from_dict, read_toml
+from .errors import UserError
+from .evaluation import LadderEvaluator
+from .network import PolicyValueNet
+from .replay import ReplayBuffer, prune, restore, save_chunk
+from .selfplay import SelfPlay
+from .trainer import Trainer
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def new_run_dir(game_name: str, root: str | Path = "runs") -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = Path(root) / f"{game_name}-{stamp}"
+    suffix = 1
+    while path.exists():
+        suffix += 1
+        path = Path(root) / f"{game_name}-{stamp}-{suffix}"
+    return path
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def write_provenance(run_dir: Path, command: list[str]) -> None:
+    commit = (_git("rev-parse", "HEAD") or "").strip() or "unknown"
+    diff = _git("diff", "HEAD") or ""
+    record = {
+        "azero_version": __version__,
+        "git_commit": commit,
+        "git_dirty": bool(diff.strip()),
+        "command": command,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "host": platform.node(),
+    }
+    atomic_write_text(run_dir / "provenance.json", json.dumps(record, indent=2) + "\n")
+    if diff.strip():
+        atomic_write_text(run_dir / "provenance.diff", diff)
+
+
+def open_run(config: Config | None, run_dir: Path | None, command: list[str]) -> tuple[Config, Path, bool]:
+    """(config, folder, resuming). A folder holding config.toml is resumed with its own config."""
+    if run_dir is not None and (run_dir / "config.toml").exists():
+        saved = config_from_dict(read_toml(run_dir / "config.toml"))
+        return saved, run_dir, True
+    if run_dir is not None and run_dir.exists() and any(run_dir.iterdir()):
+        raise UserError(f"{run_dir} exists and is not a run folder (no config.toml); choose a new --run-dir")
+    if config is None:
+        raise UserError("no config to start a new run with")
+    game = games.make_from_spec(config.game.spec)  # fail before creating anything
+    config.network.validate()
+    run_dir = run_dir or new_run_dir(game.name)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run_dir / "config.toml", config.to_toml())
+    write_provenance(run_dir, command)
+    return config, run_dir, False
+
+
+class Run:
+    """All the parts of one training run, built from its config and folder."""
+
+    def __init__(self, config: Config, run_dir: Path, *, progress: bool = True, log=print):
+        self.config, self.dir, self.progress, self.log = config, run_dir, progress, log
+        if config.run.threads:
+            torch.set_num_threads(config.run.threads)
+        device = config.run.device
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise UserError("run.device is cuda but no CUDA device is available here; use --device cpu")
+        self.device = device
+        torch.manual_seed(config.run.seed)
+        self.game = games.make_from_spec(config.game.spec)
+        self.net = PolicyValueNet(config.network, self.game).to(device).eval()
+        self.trainer = Trainer(self.net, config.train, device)
+        self.buffer = ReplayBuffer(self.game, config.replay.capacity)
+        self.selfplay = SelfPlay(self.game, self.net, config.search, config.selfplay, device=device,
+                                 seed=config.run.seed)
+        self.evaluator = LadderEvaluator(self.game, config.evaluation, seed=config.run.seed, device=device)
+        self.sample_generator = torch.Generator().manual_seed(config.run.seed)
+        self.iteration = 0
+        self.positions = 0
+        self.elapsed = 0.0  # seconds of training over all sessions
+        (run_dir / "replay").mkdir(exist_ok=True)
+        (run_dir / "checkpoints").mkdir(exist_ok=True)
+        self._restore()
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(str(run_dir / "tb"), purge_step=self.iteration + 1)
+        if self.iteration == 0:
+            self.writer.add_text("config", "```\n" + config.to_toml() + "\n```", 0)
+
+    # -- persistence ----------------------------------------------------------------------------
+    def _restore(self) -> None:
+        latest = self.dir / "latest.pt"
+        if not latest.exists():
+            restore(self.buffer, self.dir / "replay", up_to=0)
+            return
+        data = load_checkpoint(latest, game=self.game)
+        self.net.load_state_dict(data["model"])
+        self.trainer.load_state_dict(data["trainer"])
+        self.selfplay.load_state_dict(data["selfplay"])
+        self.evaluator.load_state_dict(data["evaluation"])
+        self.sample_generator.set_state(data["sample_generator"])
+        torch.set_rng_state(data["torch_rng"])
+        self.iteration = int(data["iteration"])
+        self.positions = int(data["positions"])
+        self.elapsed = float(data["elapsed"])
+        restore(self.buffer, self.dir / "replay", up_to=self.iteration)
+        self._truncate_metrics()
+
+    def _truncate_metrics(self) -> None:
+        path = self.dir / "metrics.jsonl"
+        if not path.exists():
+            return
+        lines = path.read_text().splitlines()
+        keep = [line for line in lines if line.strip() and json.loads(line).get("iteration", 0) <= self.iteration]
+        if len(keep) != len(lines):
+            atomic_write_text(path, "".join(line + "\n" for line in keep))
+
+    def save(self) -> None:
+        data = network_checkpoint(
+            self.net, self.game, self.iteration,
+            config=self.config.to_dict(),
+            trainer=self.trainer.state_dict(),
+            selfplay=self.selfplay.state_dict(),
+            evaluation=self.evaluator.state_dict(),
+            sample_generator=self.sample_generator.get_state(),
+            torch_rng=torch.get_rng_state(),
+            positions=self.positions,
+            elapsed=self.elapsed,
+        )
+        if self.iteration % self.config.run.keep_every == 0:
+            atomic_save(network_checkpoint(self.net, self.game, self.iteration),
+                        self.dir / "checkpoints" / f"iter-{self.iteration:06d}.pt")
+        atomic_save(data, self.dir / "latest.pt")
+
+    def _log_metrics(self, record: dict) -> None:
+        with open(self.dir / "metrics.jsonl", "a") as out:
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        for key, value in record.items():
+            if "/" in key and isinstance(value, (int, float)) and math.isfinite(value):
+                self.writer.add_scalar(key, value, record["iteration"])
+        self.writer.flush()
+
+    # -- one iteration ----------------------------------------------------------------------------
+    def iteration_step(self, *, last: bool) -> dict:
+        config = self.config
+        started = time.perf_counter()
+        iteration = self.iteration + 1
+        self.selfplay.reset_trees()
+        samples, stats = self.selfplay.run(config.selfplay.positions_per_iteration, progress=self.progress)
+        self.buffer.add(samples)
+        save_chunk(self.dir / "replay", iteration, samples)
+        record: dict = {"iteration": iteration}
+        record.update(stats.summary())
+        if len(self.buffer) >= config.train.min_replay:
+            steps = self.trainer.steps_for(len(samples))
+            record.update(self.trainer.train(self.buffer, steps, self.sample_generator,
+                                             augment=config.replay.augment, progress=self.progress))
+        record["charts/learning_rate"] = self.trainer.learning_rate
+        self.trainer.end_iteration()
+        every = config.evaluation.every
+        if (every and iteration % every == 0) or last:
+            record.update(self.evaluator.evaluate(self.net, iteration, progress=self.progress))
+        self.positions += len(samples)
+        self.elapsed += time.perf_counter() - started
+        record.update({
+            "charts/buffer_size": len(self.buffer),
+            "charts/positions": self.positions,
+            "charts/gradient_steps": self.trainer.steps,
+            "charts/hours": self.elapsed / 3600,
+            "seconds": time.perf_counter() - started,
+        })
+        self.iteration = iteration
+        self._log_metrics(record)
+        self.save()
+        prune(self.dir / "replay", self.config.replay.capacity)
+        return record
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def train(config: Config | None, run_dir: Path | None, *, minutes: float | None = None,
+          iterations: int | None = None, progress: bool = True, command: list[str] | None = None, log=print) -> Path:
+    """Run (or resume) training until the budget ends or the user interrupts; returns the run folder."""
+    config, run_dir, resuming = open_run(config, run_dir, command or sys.argv)
+    run = Run(config, run_dir, progress=progress, log=log)
+    if resuming:
+        log(f"resuming {run_dir} at iteration {run.iteration} ({run.positions} positions, buffer {len(run.buffer)})")
+    else:
+        log(f"new run in {run_dir}")
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    session_start = time.monotonic()
+    last_duration = 0.0
+    try:
+        while iterations is None or run.iteration < iterations:
+            spent = time.monotonic() - session_start
+            if minutes is not None and spent >= minutes * 60:
+                break
+            last = (iterations is not None and run.iteration + 1 >= iterations) or (
+                minutes is not None and spent + 2 * last_duration >= minutes * 60
+            )
+            began = time.monotonic()
+            record = run.iteration_step(last=last)
+            last_duration = time.monotonic() - began
+            log(_summary_line(record))
+    except KeyboardInterrupt:
+        log(f"stopped; {run_dir} holds iteration {run.iteration}. Continue with: "
+            f"python scripts/train.py --run-dir {run_dir}")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        run.writer.close()
+    return run_dir
+
+
+def _summary_line(record: dict) -> str:
+    parts = [f"iteration {record['iteration']}"]
+    if "losses/total" in record:
+        parts.append(f"loss {record['losses/total']:.3f} (policy {record['losses/policy']:.3f}, "
+                     f"value {record['losses/value']:.3f})")
+    parts.append(f"{record['charts/selfplay_positions_per_s']:.0f} pos/s")
+    parts.append(f"game length {record['selfplay/game_length']:.1f}")
+    if "eval/elo" in record:
+        parts.append(f"Elo {record['eval/elo']:+.0f} [{record['eval/elo_low']:+.0f}, {record['eval/elo_high']:+.0f}]")
+    scores = [f"{k.split('vs_')[1]} {v:.0%}" for k, v in record.items() if k.startswith("eval/score_vs_")]
+    if scores:
+        parts.append("vs " + ", ".join(scores))
+    parts.append(f"{record['seconds']:.0f} s")
+    return " | ".join(parts)

@@ -1,0 +1,115 @@
+"""The replay buffer: a bounded ring of training samples, sampled uniformly, with symmetries.
+
+Samples arrive an iteration at a time. The loop saves each iteration's new
+samples as one file (`replay/iter-000012.pt`); a resumed run rebuilds the same
+ring by adding those files again in order, and files wholly overwritten by newer
+samples are deleted. So the buffer on disk costs one write of new samples per
+iteration, never a rewrite of the whole buffer.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+
+from games import Game
+
+from .checkpoint import atomic_save, safe_load
+from .selfplay import Samples
+
+
+class ReplayBuffer:
+    """Up to `capacity` samples; the oldest are overwritten first.
+
+    planes uint8 [N, C, H, W], policy float [N, A], legal bool [N, A], value float [N].
+    """
+
+    def __init__(self, game: Game, capacity: int):
+        h, w = game.board_shape
+        self.game, self.capacity = game, capacity
+        self.planes = torch.zeros(capacity, game.num_planes, h, w, dtype=torch.uint8)
+        self.policy = torch.zeros(capacity, game.num_actions)
+        self.legal = torch.zeros(capacity, game.num_actions, dtype=torch.bool)
+        self.value = torch.zeros(capacity)
+        self.size = 0
+        self.cursor = 0
+        self.total_added = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, samples: Samples) -> None:
+        n = len(samples)
+        if n > self.capacity:  # keep the newest
+            samples = Samples(samples.planes[-self.capacity:], samples.policy[-self.capacity:],
+                              samples.legal[-self.capacity:], samples.value[-self.capacity:])
+            n = self.capacity
+        index = (self.cursor + torch.arange(n)) % self.capacity
+        self.planes[index] = samples.planes
+        self.policy[index] = samples.policy
+        self.legal[index] = samples.legal
+        self.value[index] = samples.value
+        self.cursor = int((self.cursor + n) % self.capacity)
+        self.size = min(self.capacity, self.size + n)
+        self.total_added += len(samples)
+
+    def sample(self, batch: int, generator: torch.Generator, augment: bool = True):
+        """A uniform batch: (planes float [n, C, H, W], policy [n, A], legal [n, A], value [n]).
+
+        With `augment`, each sample is seen through a random symmetry of the board.
+        """
+        index = torch.randint(0, self.size, (batch,), generator=generator)
+        planes = self.planes[index].float()
+        policy, legal, value = self.policy[index], self.legal[index], self.value[index]
+        symmetries = self.game.symmetries
+        if augment and len(symmetries) > 1:
+            which = torch.randint(0, len(symmetries), (batch,), generator=generator)
+            for k, sym in enumerate(symmetries[1:], start=1):
+                rows = (which == k).nonzero().squeeze(1)
+                if rows.numel():
+                    planes[rows] = sym.planes(planes[rows])
+                    policy[rows] = sym.policy(policy[rows])
+                    legal[rows] = sym.policy(legal[rows])
+        return planes, policy, legal, value
+
+
+CHUNK = re.compile(r"^iter-(\d{6})-(\d+)\.pt$")
+
+
+def save_chunk(folder: Path, iteration: int, samples: Samples) -> None:
+    """One iteration's new samples as `iter-<iteration>-<count>.pt` (written atomically)."""
+    path = folder / f"iter-{iteration:06d}-{len(samples)}.pt"
+    atomic_save({"iteration": iteration, "planes": samples.planes, "policy": samples.policy,
+                 "legal": samples.legal, "value": samples.value}, path)
+
+
+def chunks(folder: Path) -> list[tuple[int, int, Path]]:
+    """(iteration, sample count, path) of every chunk, oldest first."""
+    found = []
+    for path in folder.glob("iter-*.pt"):
+        match = CHUNK.match(path.name)
+        if match:
+            found.append((int(match.group(1)), int(match.group(2)), path))
+    return sorted(found)
+
+
+def restore(buffer: ReplayBuffer, folder: Path, up_to: int) -> None:
+    """Refill `buffer` from the chunks of iterations <= up_to, deleting chunks of later
+    iterations (an iteration interrupted before its checkpoint was written)."""
+    for iteration, _, path in chunks(folder):
+        if iteration > up_to:
+            path.unlink(missing_ok=True)
+            continue
+        data = safe_load(path, "replay file")
+        buffer.add(Samples(data["planes"], data["policy"], data["legal"], data["value"]))
+
+
+def prune(folder: Path, capacity: int) -> None:
+    """Delete the oldest chunks whose samples the ring no longer holds."""
+    newer = 0
+    for _, count, path in reversed(chunks(folder)):
+        if newer >= capacity:
+            path.unlink(missing_ok=True)
+        newer += count

@@ -1,0 +1,299 @@
+"""The learner's parts: the network fits solved tic-tac-toe; PUCT by hand; root noise; tree reuse;
+replay symmetries; checkpoints; configs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch.nn import functional as F
+
+import games
+from games import State
+from games.random import make_keys
+from azero.agent import NetworkSearch, add_dirichlet_noise, make_az_player
+from azero.checkpoint import atomic_save, load_checkpoint, network_checkpoint, network_from_checkpoint
+from azero.config import ConfigError, load_config
+from azero.errors import UserError
+from azero.network import NetworkConfig, PolicyValueNet, masked_softmax
+from azero.players import parse_spec
+from azero.replay import ReplayBuffer
+from azero.search import PUCT, new_tree, simulate
+from azero.search.tree import subtree
+from azero.selfplay import Samples
+from azero.solver import Solver
+
+TTT = games.make("tictactoe")
+
+
+# -- learnability --------------------------------------------------------------------------------
+
+
+def test_network_fits_solved_tictactoe():
+    """All 4,520 unfinished positions, targets from exhaustive search: >= 97% of the network's
+    top moves are optimal and >= 97% of its values round to the exact value."""
+    torch.manual_seed(0)
+    solver = Solver(TTT)
+    states = solver.positions()
+    planes, legal = TTT.encode(states), TTT.legal_mask(states)
+    best = solver.best_actions(states).float()
+    target_policy = best / best.sum(dim=1, keepdim=True)
+    target_value = solver.value(states)
+    net = PolicyValueNet(NetworkConfig(blocks=2, channels=64, value_hidden=64), TTT)
+    optimizer = torch.optim.AdamW(net.parameters(), lr=3e-3, weight_decay=1e-4)
+    n = states.batch_size
+    for _ in range(40):
+        net.train()
+        for batch in torch.randperm(n).split(128):
+            logits, value = net(planes[batch], legal[batch])
+            log_probs = F.log_softmax(logits, dim=1).masked_fill(~legal[batch], 0.0)
+            loss = -(target_policy[batch] * log_probs).sum(dim=1).mean() + F.mse_loss(value, target_value[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    net.eval()
+    with torch.no_grad():
+        logits, value = net(planes, legal)
+    policy_accuracy = best[torch.arange(n), logits.argmax(dim=1)].mean()
+    value_accuracy = (value.round() == target_value).float().mean()
+    assert policy_accuracy >= 0.97 and value_accuracy >= 0.97, (float(policy_accuracy), float(value_accuracy))
+
+
+# -- PUCT by hand ----------------------------------------------------------------------------------
+
+
+def fake_evaluation(board: tuple, to_play: int, num_actions: int, legal: list[bool]):
+    """A deterministic fake network: prior and value (player to move's view) from the board."""
+    seed = 17
+    for v in board:
+        seed = (seed * 31 + v + 2) % 1_000_003
+    rng = np.random.default_rng(seed + 7 * to_play)
+    logits = rng.normal(size=num_actions)
+    prior = np.where(legal, np.exp(logits), 0.0)
+    return prior / max(prior.sum(), 1e-30), float(np.tanh(rng.normal()))
+
+
+class FakeEvaluator:
+    """The fake network as a batched evaluator (first player's view, as the engine wants)."""
+
+    def __init__(self, game):
+        self.game = game
+
+    def __call__(self, states, keys=None):
+        legal = self.game.legal_mask(states)
+        priors, values = [], []
+        for i in range(states.batch_size):
+            prior, value = fake_evaluation(tuple(states.board[i].flatten().tolist()), int(states.to_play[i]),
+                                           self.game.num_actions, legal[i].tolist())
+            priors.append(prior)
+            values.append(value * (1 - 2 * int(states.to_play[i])))
+        return torch.tensor(np.array(priors), dtype=torch.float32), torch.tensor(values)
+
+
+class Node:
+    """A plain PUCT node: values from the view of the player who moved into it."""
+
+    def __init__(self, state, prior):
+        self.state, self.prior = state, prior
+        self.children, self.visits, self.value_sum = {}, 0, 0.0
+
+
+def scalar_puct(game, root_state, simulations, c_init=1.25, c_base=19652.0, fpu_reduction=0.0):
+    """PUCT one simulation at a time with the fake network: the hand calculation."""
+    evaluator = FakeEvaluator(game)
+
+    def evaluate(state):
+        prior, value = evaluator(state)
+        return prior[0].double().numpy(), float(value[0])  # value: first player's view
+
+    root = Node(root_state, evaluate(root_state)[0])
+    root.mover = 1 - int(root_state.to_play[0])
+    for _ in range(simulations):
+        node, path = root, [root]
+        while True:
+            if bool(node.state.done[0]):
+                value = float(game.result(node.state)[0])
+                break
+            chooser = int(node.state.to_play[0])
+            sign = 1 - 2 * node.mover
+            q_node = node.value_sum / node.visits * sign * (1 - 2 * chooser) if node.visits else 0.0
+            fpu = min(max(0.5 * (q_node + 1) - fpu_reduction, 0.0), 1.0)
+            n_parent = max(node.visits, 1)
+            c = c_init + math.log((n_parent + c_base + 1) / c_base)
+            legal = game.legal_mask(node.state)[0]
+            best, best_score = None, -math.inf
+            for a in range(game.num_actions):
+                if not legal[a]:
+                    continue
+                child = node.children.get(a)
+                n = child.visits if child else 0
+                q = 0.5 * (child.value_sum / n + 1) if n else fpu
+                score = q + c * node.prior[a] * math.sqrt(n_parent) / (1 + n)
+                if score > best_score:
+                    best, best_score = a, score
+            if best in node.children:
+                node = node.children[best]
+                path.append(node)
+                continue
+            state = game.step(node.state, torch.tensor([best]))
+            prior, value = evaluate(state)
+            child = Node(state, prior)
+            child.mover = chooser
+            node.children[best] = child
+            path.append(child)
+            if bool(state.done[0]):
+                value = float(game.result(state)[0])
+            break
+        for n in path:
+            n.visits += 1
+            n.value_sum += value * (1 - 2 * n.mover)
+    return [root.children[a].visits if a in root.children else 0 for a in range(game.num_actions)]
+
+
+@pytest.mark.parametrize("moves", [[], ["b2"], ["a1", "b2", "c3"]])
+@pytest.mark.parametrize("fpu_reduction", [0.0, 0.25])
+def test_puct_visits_match_the_hand_calculation(moves, fpu_reduction):
+    state = TTT.initial_state(1)
+    for m in moves:
+        state = TTT.step(state, torch.tensor([TTT.parse_action(m)]))
+    evaluator = FakeEvaluator(TTT)
+    prior, _ = evaluator(state)
+    tree = new_tree(TTT, state, 61, make_keys(0, 1), root_prior=prior)
+    simulate(tree, TTT, evaluator, PUCT(fpu_reduction=fpu_reduction), 60)
+    assert tree.root_visits()[0].long().tolist() == scalar_puct(TTT, state, 60, fpu_reduction=fpu_reduction)
+
+
+def test_puct_batch_of_three_equals_each_alone():
+    g = games.make("gomoku", size=5, k=4)
+    a = g.initial_state(1)
+    b = g.step(a, torch.tensor([12]))
+    c = g.step(b, torch.tensor([0]))
+    roots = State.cat([a, b, c])
+    evaluator = FakeEvaluator(g)
+    prior, _ = evaluator(roots)
+    together = simulate(new_tree(g, roots, 41, make_keys(1, 3), root_prior=prior), g, evaluator, PUCT(), 40)
+    for i in range(3):
+        alone = simulate(new_tree(g, roots[i], 41, make_keys(1, 3)[i:i + 1], root_prior=prior[i:i + 1]),
+                         g, evaluator, PUCT(), 40)
+        assert torch.equal(alone.root_visits()[0], together.root_visits()[i])
+
+
+def test_dirichlet_noise_goes_on_the_root_prior_only():
+    net = PolicyValueNet(NetworkConfig(blocks=1, channels=8, value_hidden=8), TTT).eval()
+    searcher = NetworkSearch(TTT, net)
+    roots = TTT.initial_state(4)
+    tree = searcher.fresh_tree(roots, make_keys(0, 4), 41)
+    clean_root = tree.prior[:, 0].clone()
+    noisy = add_dirichlet_noise(clean_root, tree.legal[:, 0], 0.3, 0.25, np.random.default_rng(0))
+    tree.prior[:, 0] = noisy
+    searcher.search(tree, 40)
+    assert not torch.allclose(noisy, clean_root)
+    assert torch.allclose(noisy.sum(dim=1), torch.ones(4)) and torch.all(noisy[~tree.legal[:, 0]] == 0)
+    # every other node's prior is exactly the network's
+    with torch.no_grad():
+        for b in range(4):
+            for node in range(1, int(tree.next_node[b])):
+                state = tree.states.take(torch.tensor([b * tree.capacity + node]))
+                logits, _ = net(TTT.encode(state), TTT.legal_mask(state))
+                assert torch.allclose(tree.prior[b, node], masked_softmax(logits)[0], atol=1e-6)
+
+
+def test_reused_subtree_keeps_the_statistics_of_the_move_played():
+    g = games.make("gomoku", size=5, k=4)
+    evaluator = FakeEvaluator(g)
+    roots = g.initial_state(2)
+    prior, _ = evaluator(roots)
+    tree = simulate(new_tree(g, roots, 101, make_keys(2, 2), root_prior=prior), g, evaluator, PUCT(), 50)
+    action = tree.root_visits().argmax(dim=1)
+    child = tree.children[torch.arange(2), 0, action].long()
+    kept, ok = subtree(tree, action)
+    assert ok.all()
+    for b in range(2):
+        assert torch.equal(kept.child_visits[b, 0], tree.child_visits[b, int(child[b])])
+        assert kept.visits[b, 0] == tree.visits[b, int(child[b])]
+    assert kept.states.take(torch.arange(2) * kept.capacity).equal(g.step(roots, action))
+    simulate(kept, g, evaluator, PUCT(), 50)  # the search continues on the kept tree
+    assert torch.all(kept.visits[:, 0] == tree.child_visits[torch.arange(2), 0, action] + 50)
+
+
+# -- replay ----------------------------------------------------------------------------------------
+
+
+def test_replay_is_a_bounded_ring_and_symmetries_move_planes_and_policy_together():
+    g = games.make("gomoku", size=5, k=4)
+    buffer = ReplayBuffer(g, capacity=10)
+    state = g.step(g.initial_state(1), torch.tensor([1]))  # a stone off the diagonals
+    planes = g.encode(state).to(torch.uint8)
+    policy = torch.zeros(1, 25)
+    policy[0, 1] = 1.0  # the policy points at the stone
+    for i in range(13):
+        buffer.add(Samples(planes, policy, g.legal_mask(state), torch.tensor([float(i)])))
+    assert len(buffer) == 10 and buffer.total_added == 13
+    assert sorted(buffer.value.tolist()) == [float(i) for i in range(3, 13)]
+    x, p, legal, _ = buffer.sample(200, torch.Generator().manual_seed(0), augment=True)
+    stone_cells = x[:, 1].flatten(1).argmax(dim=1)  # opponent plane: the stone
+    assert torch.equal(p.argmax(dim=1), stone_cells)  # policy moved with the planes
+    assert len(set(stone_cells.tolist())) > 2  # and symmetries were applied
+    assert not legal[torch.arange(200), stone_cells].any()
+
+
+# -- checkpoints and players ----------------------------------------------------------------------
+
+
+def test_checkpoints_describe_themselves_and_bad_files_are_one_line_errors(tmp_path):
+    net = PolicyValueNet(NetworkConfig(blocks=1, channels=8, value_hidden=8), TTT).eval()
+    path = tmp_path / "net.pt"
+    atomic_save(network_checkpoint(net, TTT, 3), path)
+    game, loaded = network_from_checkpoint(load_checkpoint(path))
+    assert game == TTT and loaded.config.channels == 8
+    x = TTT.encode(TTT.initial_state(2))
+    assert torch.allclose(net(x)[0], loaded(x)[0])
+    player = make_az_player(parse_spec(f"az:{path}:sims=8"), TTT)
+    assert int(player.act(TTT.initial_state(1))) in range(9)
+
+    with pytest.raises(UserError, match="not of gomoku"):
+        load_checkpoint(path, game=games.make("gomoku", size=5, k=4))
+    damaged = tmp_path / "damaged.pt"
+    damaged.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(UserError, match="damaged or truncated"):
+        load_checkpoint(damaged)
+    with pytest.raises(UserError, match="not found"):
+        load_checkpoint(tmp_path / "missing.pt")
+    other = tmp_path / "other.pt"
+    torch.save({"weights": torch.zeros(3)}, other)
+    with pytest.raises(UserError, match="not an azero checkpoint"):
+        load_checkpoint(other)
+
+
+# -- configs ---------------------------------------------------------------------------------------
+
+
+def test_configs_layer_presets_and_overrides_and_name_bad_keys():
+    config = load_config(game="tictactoe", overrides=["search.simulations=50", "evaluation.ladder=[10, 20]"])
+    assert config.game.spec == "tictactoe" and config.search.simulations == 50
+    assert config.evaluation.ladder == [10, 20] and config.network.blocks == 2
+    with pytest.raises(ConfigError, match="unknown key search.sims; valid keys of \\[search\\]: simulations"):
+        load_config(game="tictactoe", overrides=["search.sims=3"])
+    with pytest.raises(ConfigError, match="unknown section \\[serch\\]"):
+        load_config(game="tictactoe", overrides=["serch.simulations=3"])
+    with pytest.raises(ConfigError, match="choose one of: adamw, sgd"):
+        load_config(game="tictactoe", overrides=["train.optimizer=adam"])
+    with pytest.raises(ConfigError, match="not a valid int"):
+        load_config(game="tictactoe", overrides=["selfplay.games=many"])
+    with pytest.raises(ConfigError, match="at least 1"):
+        load_config(game="tictactoe", overrides=["search.simulations=0"])
+    with pytest.raises(ConfigError, match="no preset for game 'chess'"):
+        load_config(game="chess")
+
+
+def test_every_preset_loads_and_builds_its_game():
+    from azero.config import CONFIG_DIR
+
+    presets = sorted(CONFIG_DIR.glob("*.toml"))
+    assert {p.stem for p in presets} >= {"gomoku", "gomoku15", "tictactoe", "connect4", "othello", "nim"}
+    for preset in presets:
+        config = load_config(path=preset)
+        game = games.make_from_spec(config.game.spec)
+        PolicyValueNet(config.network, game)
