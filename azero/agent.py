@@ -21,7 +21,7 @@ from .checkpoint import load_checkpoint, network_from_checkpoint
 from .errors import UserError
 from .network import NetworkEvaluator, PolicyValueNet
 from .players import Analysis, Player
-from .search import PUCT, Tree, choose, new_tree, simulate
+from .search import PUCT, Tree, choose, new_tree, search_with_budget, simulate
 
 
 @lru_cache(maxsize=None)
@@ -88,11 +88,23 @@ class AZPlayer(Player):
         self.searcher = NetworkSearch(game, net, device=device, **search_options)
         self.spec = f"{name}:sims={simulations}"
 
-    def analyse(self, states, keys=None):
+    def analyse(self, states, keys=None, *, simulations=None, seconds=None, on_progress=None, should_stop=None):
         keys = self._keys(states, keys)
-        tree = self.searcher.fresh_tree(states, keys, self.simulations + 1)
-        prior = tree.prior[:, 0].clone()
-        self.searcher.search(tree, self.simulations)
+        if simulations is None and seconds is None and on_progress is None and should_stop is None:
+            tree = self.searcher.fresh_tree(states, keys, self.simulations + 1)
+            prior = tree.prior[:, 0].clone()
+            self.searcher.search(tree, self.simulations)
+        else:
+            prior, _ = self.searcher.evaluator(states, keys)
+            live = None
+            if on_progress is not None:
+                def live(tree):
+                    on_progress(Analysis.from_tree(tree, tree.root_visits().argmax(dim=1), prior=prior))
+            tree = search_with_budget(
+                self.game, states, self.searcher.evaluator, self.searcher.rule, keys,
+                simulations=simulations if simulations is not None or seconds is not None else self.simulations,
+                seconds=seconds, root_prior=prior, on_progress=live, should_stop=should_stop,
+            )
         action = choose("robust", tree.root_visits(), tree.child_value_sum[:, 0])
         return Analysis.from_tree(tree, action, prior=prior)
 

@@ -30,7 +30,7 @@ from games import Game, State, sample_uniform_legal
 from games.random import fold, make_keys
 
 from .errors import UserError
-from .search import CRITERIA, UCB1, RolloutEvaluator, Tree, choose, search, simulate
+from .search import CRITERIA, UCB1, RolloutEvaluator, Tree, choose, search, search_with_budget, simulate
 from .search.final import max_robust_exists
 
 
@@ -84,8 +84,12 @@ class Player:
     def act(self, states: State, keys: torch.Tensor | None = None) -> torch.Tensor:
         raise NotImplementedError
 
-    def analyse(self, states: State, keys: torch.Tensor | None = None) -> Analysis | None:
-        """A search player's analysis of the positions; None for players without one."""
+    def analyse(self, states: State, keys: torch.Tensor | None = None, **budget) -> Analysis | None:
+        """A search player's analysis of the positions; None for players without one.
+
+        Search players accept budget overrides: simulations=N or seconds=S, and
+        on_progress(analysis) / should_stop() for live analysis in interfaces.
+        """
         return None
 
     def reset(self) -> None:
@@ -117,8 +121,17 @@ class UCTPlayer(Player):
         options = ([f"c={c:g}"] if c != math.sqrt(2.0) else []) + ([f"final={final}"] if final != "robust" else [])
         self.spec = f"uct:{iterations}" + (":" + ",".join(options) if options else "")
 
-    def analyse(self, states, keys=None):
+    def analyse(self, states, keys=None, *, simulations=None, seconds=None, on_progress=None, should_stop=None):
         keys = self._keys(states, keys)
+        if simulations is not None or seconds is not None or on_progress is not None or should_stop is not None:
+            tree = search_with_budget(
+                self.game, states, self.evaluator, self.rule, keys,
+                simulations=simulations if simulations is not None or seconds is not None else self.iterations,
+                seconds=seconds, on_progress=_live(on_progress, self), should_stop=should_stop,
+            )
+            final = "robust" if self.final == "max-robust" else self.final
+            action = choose(final, tree.root_visits(), tree.child_value_sum[:, 0], c=self.c)
+            return Analysis.from_tree(tree, action)
         extra = int(self.iterations * self.max_robust_extra) if self.final == "max-robust" else 0
         tree = search(self.game, states, self.evaluator, self.rule, self.iterations, keys, extra_capacity=extra)
         if self.final == "max-robust":
@@ -150,6 +163,17 @@ class UCTPlayer(Player):
         return self.analyse(states, keys).action
 
 
+def _live(on_progress, player):
+    """Turn an on_progress(analysis) callback into the search's on_progress(tree)."""
+    if on_progress is None:
+        return None
+
+    def callback(tree):
+        on_progress(Analysis.from_tree(tree, tree.root_visits().argmax(dim=1)))
+
+    return callback
+
+
 class FlatMCPlayer(Player):
     """Flat Monte Carlo: the rollouts are shared evenly among the legal moves; best mean wins."""
 
@@ -158,7 +182,7 @@ class FlatMCPlayer(Player):
         self.rollouts, self.chunk = rollouts, chunk
         self.spec = f"flatmc:{rollouts}"
 
-    def analyse(self, states, keys=None):
+    def analyse(self, states, keys=None, **budget):
         keys = self._keys(states, keys)
         game, batch, actions = self.game, states.batch_size, self.game.num_actions
         mask = game.legal_mask(states)

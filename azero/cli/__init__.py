@@ -9,6 +9,7 @@ COMMANDS = {
     "train": "train a network by self-play",
     "play": "play against a checkpoint or any player, in the terminal or the browser",
     "evaluate": "play a match between two players and report Elo",
+    "pbrain": "a gomoku brain for Piskvork / Gomocup (protocol on stdin/stdout)",
     "bench": "print throughput figures as one JSON object",
 }
 

@@ -15,7 +15,7 @@ from .engine import Evaluator, Rule, simulate
 from .evaluators import RolloutEvaluator
 from .final import CRITERIA, choose
 from .selection import PUCT, UCB1, NodeView
-from .tree import Tree, new_tree
+from .tree import Tree, grow, new_tree
 
 __all__ = [
     "CRITERIA",
@@ -27,8 +27,10 @@ __all__ = [
     "Rule",
     "Tree",
     "choose",
+    "grow",
     "new_tree",
     "search",
+    "search_with_budget",
     "simulate",
 ]
 
@@ -58,3 +60,45 @@ def search(
         with_prior=rule.uses_prior,
     )
     return simulate(tree, game, evaluator, rule, num_simulations)
+
+
+def search_with_budget(
+    game: Game,
+    roots: State,
+    evaluator: Evaluator,
+    rule: Rule,
+    keys: torch.Tensor,
+    *,
+    simulations: int | None = None,
+    seconds: float | None = None,
+    root_prior: torch.Tensor | None = None,
+    chunk: int = 32,
+    on_progress=None,
+    should_stop=None,
+) -> Tree:
+    """Search until `simulations` are done, or until `seconds` pass (at least one chunk),
+    or until `should_stop()` says so; the tree grows as needed. `on_progress(tree)` is
+    called after every chunk (live analysis)."""
+    if simulations is None and seconds is None:
+        raise ValueError("give simulations, seconds or both")
+    import time
+
+    deadline = None if seconds is None else time.monotonic() + seconds
+    capacity = (simulations or 1024) + 1
+    tree = new_tree(game, roots, capacity, keys, root_prior=root_prior, with_prior=rule.uses_prior)
+    done = 0
+    while True:
+        step = chunk if simulations is None else min(chunk, simulations - done)
+        if step <= 0:
+            break
+        if int(tree.next_node.max()) + step >= tree.capacity:
+            tree = grow(tree, tree.capacity * 2)
+        simulate(tree, game, evaluator, rule, step)
+        done += step
+        if on_progress is not None:
+            on_progress(tree)
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+        if should_stop is not None and should_stop():
+            break
+    return tree

@@ -245,3 +245,44 @@ def replace_rows(tree: Tree, rows: torch.Tensor, other: Tree) -> Tree:
     flat = (rows.unsqueeze(1) * nodes + torch.arange(nodes, device=rows.device)).view(-1)
     tree.states.put_(flat, other.states)
     return tree
+
+
+def grow(tree: Tree, capacity: int) -> Tree:
+    """The same trees with room for `capacity` nodes each (a copy; capacity >= the current one)."""
+    old = tree.capacity
+    if capacity <= old:
+        return tree
+    extra = capacity - old
+
+    def widen(array, empty):
+        if array is None:
+            return None
+        pad = torch.full((array.shape[0], extra, *array.shape[2:]), empty, dtype=array.dtype, device=array.device)
+        return torch.cat([array, pad], dim=1)
+
+    batch = tree.batch_size
+
+    def widen_state(t):
+        shaped = t.view(batch, old, *t.shape[1:])
+        pad = shaped[:, :1].expand(batch, extra, *t.shape[1:])  # any valid position; overwritten when used
+        return torch.cat([shaped, pad], dim=1).reshape(batch * capacity, *t.shape[1:])
+
+    return Tree(
+        states=tree.states._map(widen_state),
+        to_play=widen(tree.to_play, 0),
+        mover_sign=widen(tree.mover_sign, 0.0),
+        q_sign=widen(tree.q_sign, 0.0),
+        parent=widen(tree.parent, -1),
+        action=widen(tree.action, -1),
+        visits=widen(tree.visits, 0.0),
+        value_sum=widen(tree.value_sum, 0.0),
+        terminal=widen(tree.terminal, False),
+        terminal_value=widen(tree.terminal_value, 0.0),
+        legal=widen(tree.legal, False),
+        children=widen(tree.children, -1),
+        child_visits=widen(tree.child_visits, 0.0),
+        child_value_sum=widen(tree.child_value_sum, 0.0),
+        prior=widen(tree.prior, 0.0),
+        next_node=tree.next_node.clone(),
+        keys=tree.keys.clone(),
+    )

@@ -1,0 +1,74 @@
+"""A JSON-lines analysis engine (in the manner of KataGo's analysis engine).
+
+One request per line on stdin, one answer per line on stdout, each echoing the id:
+
+    {"id": "a1", "moves": ["h8", "h9"], "simulations": 400}
+    -> {"id": "a1", "to_play": "first", "best_move": "g8", "winrate": 0.61, "visits": 400,
+        "moves": [{"move": "g8", "visits": 180, "winrate": 0.63}, ...], "pv": ["g8", "j10", ...]}
+
+Keys of a request: id (any JSON value, echoed), moves (the game so far, as move text;
+default empty), simulations or seconds (default: the engine's budget), top (how many
+moves to list, default 5). A bad request gets {"id": ..., "error": "..."} and the
+engine keeps reading. {"id": ..., "quit": true} or the end of input stops it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+from games import GameError
+
+from .errors import UserError
+from .session import Engine, GameSession, describe_analysis
+
+KNOWN = {"id", "moves", "simulations", "seconds", "top", "quit"}
+
+
+def answer(engine: Engine, request: dict) -> dict:
+    unknown = sorted(set(request) - KNOWN)
+    if unknown:
+        raise UserError(f"unknown key {', '.join(unknown)}; known keys: {', '.join(sorted(KNOWN))}")
+    moves = request.get("moves", [])
+    if not isinstance(moves, list) or not all(isinstance(m, str) for m in moves):
+        raise UserError("moves must be a list of move texts, e.g. [\"h8\", \"h9\"]")
+    budget = {}
+    for key, kind in (("simulations", int), ("seconds", float)):
+        if key in request:
+            value = request[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise UserError(f"{key} must be a positive number")
+            budget[key] = kind(value)
+    top = request.get("top", 5)
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise UserError("top must be a positive integer")
+    session = GameSession(engine.game)
+    session.set_moves(moves)
+    if session.over:
+        raise UserError(f"the game is over after these moves ({session.result_text()})")
+    info = describe_analysis(engine.game, engine.think(session.state, **budget), top=top)
+    return {"to_play": "first" if session.to_play == 0 else "second", **info}
+
+
+def serve(engine: Engine, source: TextIO, sink: TextIO) -> int:
+    for line in source:
+        if not line.strip():
+            continue
+        request_id = None
+        try:
+            request = json.loads(line)
+            if not isinstance(request, dict):
+                raise UserError("a request is a JSON object, e.g. {\"id\": 1, \"moves\": []}")
+            request_id = request.get("id")
+            if request.get("quit"):
+                sink.write(json.dumps({"id": request_id, "quit": True}) + "\n")
+                sink.flush()
+                return 0
+            reply = {"id": request_id, **answer(engine, request)}
+        except json.JSONDecodeError as error:
+            reply = {"id": None, "error": f"cannot read request as JSON: {error.msg} at column {error.colno}"}
+        except (UserError, GameError) as error:
+            reply = {"id": request_id, "error": str(error)}
+        sink.write(json.dumps(reply) + "\n")
+        sink.flush()
+    return 0

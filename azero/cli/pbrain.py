@@ -1,0 +1,42 @@
+"""python scripts/pbrain.py: a Gomocup / Piskvork brain on stdin and stdout (see azero/protocols/piskvork.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import cli_entry
+
+
+@cli_entry
+def main(argv=None) -> int:
+    from ..checkpoint import load_checkpoint
+    from ..protocols.piskvork import serve
+    from ..session import Engine
+
+    parser = argparse.ArgumentParser(
+        prog="pbrain.py",
+        description="A gomoku brain speaking the Piskvork (Gomocup) protocol on stdin/stdout: START, BEGIN, "
+        "TURN, BOARD, INFO, TAKEBACK, END, ABOUT. Give a trained checkpoint or any player spec.",
+    )
+    who = parser.add_mutually_exclusive_group(required=True)
+    who.add_argument("--checkpoint", help="a gomoku checkpoint (plays its own board size only)")
+    who.add_argument("--player", metavar="SPEC", help="any player spec, e.g. uct:2000 (plays every size 5..19)")
+    parser.add_argument("--sims", type=int, help="simulations per move at most (the clock may stop it sooner)")
+    parser.add_argument("--device", default="cpu", help="torch device for the network (default cpu)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed")
+    args = parser.parse_args(argv)
+    fixed = None
+    if args.checkpoint:
+        import games
+
+        game = games.make_from_spec(load_checkpoint(args.checkpoint)["game"])
+        if game.name != "gomoku" or game.k != 5:
+            parser.error(f"{args.checkpoint} is a checkpoint of {game.spec}, not of five-in-a-row gomoku")
+        fixed = (game.width, game.height)
+
+    def make_engine(game):
+        return Engine(game, args.player, checkpoint=args.checkpoint, simulations=args.sims, device=args.device,
+                      seed=args.seed)
+
+    return serve(make_engine, sys.stdin, sys.stdout, fixed_size=fixed)

@@ -1,0 +1,166 @@
+"""python scripts/play.py: play a checkpoint (or any player) in the terminal or the browser.
+
+    play.py --checkpoint runs/gomoku-.../latest.pt              # you against the network
+    play.py --game gomoku:size=9,k=5 --opponent uct:2000        # you against any player
+    play.py --game connect4 --opponent uct:1000 --versus uct:200   # watch two programs
+    play.py --checkpoint PATH --gui                             # in the browser, with live analysis
+    play.py --checkpoint PATH --analysis                        # JSON lines on stdin/stdout
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import cli_entry
+
+HELP = """commands:
+  a move as players write it (h8, d3, a column number such as 4, pass)
+  hint   the engine's suggestion and its win-rate
+  undo   take back your last move (and the engine's reply)
+  new    start a new game
+  board  show the board again
+  quit   leave"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="play.py",
+        description="Play against a trained checkpoint or any player, in the terminal (default), in the browser "
+        "(--gui), or answer analysis requests as JSON lines (--analysis).",
+        epilog="Player specs: random, uct:2000, flatmc:1000, perfect, az:PATH[:sims=N]. " + HELP.replace("\n", " "),
+    )
+    parser.add_argument("--checkpoint", help="a checkpoint (latest.pt or checkpoints/iter-*.pt of a run)")
+    parser.add_argument("--game", help="game spec, e.g. gomoku:size=9,k=5 (not needed with --checkpoint)")
+    parser.add_argument("--opponent", metavar="SPEC", help="a player spec instead of a checkpoint, e.g. uct:2000")
+    parser.add_argument("--versus", metavar="SPEC", help="a second program instead of you: watch the two play")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--sims", type=int, help="simulations per engine move (default: the player's own)")
+    budget.add_argument("--seconds", type=float, help="seconds per engine move")
+    first = parser.add_mutually_exclusive_group()
+    first.add_argument("--human-first", action="store_true", help="you move first (the default)")
+    first.add_argument("--ai-first", action="store_true", help="the engine moves first")
+    parser.add_argument("--gui", action="store_true", help="play in the browser (a local server on 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8765, help="GUI port (default 8765; 0 = any free port)")
+    parser.add_argument("--no-browser", action="store_true", help="with --gui: do not open a browser window")
+    parser.add_argument("--analysis", action="store_true", help="JSON-lines analysis engine on stdin/stdout")
+    parser.add_argument("--device", default="cpu", help="torch device for the network (default cpu)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed")
+    return parser
+
+
+@cli_entry
+def main(argv=None) -> int:
+    from ..session import Engine, game_from_args
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.checkpoint and args.opponent:
+        parser.error("give --checkpoint or --opponent, not both")
+    if not args.checkpoint and not args.opponent:
+        parser.error("give --checkpoint PATH, or --game SPEC with --opponent SPEC")
+    if args.sims is not None and args.sims < 1:
+        parser.error("--sims must be at least 1")
+    if args.seconds is not None and args.seconds <= 0:
+        parser.error("--seconds must be positive")
+    game = game_from_args(args.game, args.checkpoint)
+    engine = Engine(game, args.opponent, checkpoint=args.checkpoint, simulations=args.sims, seconds=args.seconds,
+                    device=args.device, seed=args.seed)
+    if args.analysis:
+        from ..analysis_protocol import serve
+
+        return serve(engine, sys.stdin, sys.stdout)
+    if args.gui:
+        from ..web.server import run_gui
+
+        return run_gui(game, engine, port=args.port, open_browser=not args.no_browser, human_first=not args.ai_first,
+                       checkpoint=args.checkpoint, device=args.device)
+    if args.versus:
+        second = Engine(game, args.versus, simulations=args.sims, seconds=args.seconds, device=args.device,
+                        seed=args.seed + 1)
+        return watch(game, engine, second)
+    return terminal(game, engine, human=1 if args.ai_first else 0)
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def watch(game, first, second) -> int:
+    from ..session import GameSession, describe_analysis
+
+    session = GameSession(game)
+    say(game.render(session.state))
+    engines = {0: first, 1: second}
+    while not session.over:
+        engine = engines[session.to_play]
+        analysis = engine.think(session.state)
+        info = describe_analysis(game, analysis)
+        session.play(int(analysis.action[0]))
+        say(f"{engine.name} plays {info['best_move']} (win-rate {info['winrate']:.0%})")
+        say(game.render(session.state))
+    say(f"game over: {session.result_text()}")
+    return 0
+
+
+def terminal(game, engine, human: int) -> int:
+    from games import GameError
+
+    from ..session import GameSession, describe_analysis
+
+    session = GameSession(game)
+    say(f"{game.describe() if hasattr(game, 'describe') else game.spec}: you play "
+        f"{'first' if human == 0 else 'second'} against {engine.name}. Type 'help' for commands.")
+    say(game.render(session.state))
+    while True:
+        if not session.over and session.to_play != human:
+            analysis = engine.think(session.state)
+            info = describe_analysis(game, analysis)
+            session.play(int(analysis.action[0]))
+            line = f"{engine.name} plays {info['best_move']}"
+            if info["visits"]:
+                line += f" (its win-rate {info['winrate']:.0%})"
+            say(line)
+            say(game.render(session.state))
+        if session.over:
+            say(f"game over: {session.result_text()}. Type 'new', 'undo' or 'quit'.")
+        try:
+            text = input("> " if session.over else "your move > ").strip()
+        except EOFError:
+            say()
+            return 0
+        command = text.lower()
+        if not command:
+            continue
+        if command in ("quit", "exit", "q"):
+            return 0
+        if command in ("help", "?"):
+            say(HELP)
+        elif command == "new":
+            session.new()
+            say(game.render(session.state))
+        elif command == "board":
+            say(game.render(session.state))
+        elif command == "undo":
+            # take back the engine's reply too, so it is your move again
+            if not session.actions:
+                say("nothing to undo")
+                continue
+            session.undo(1)
+            if session.actions and session.to_play != human:
+                session.undo(1)
+            say(game.render(session.state))
+        elif command == "hint":
+            if session.over:
+                say("the game is over")
+                continue
+            info = describe_analysis(game, engine.think(session.state))
+            extra = f", win-rate for you {info['winrate']:.0%}" if info["visits"] else ""
+            say(f"hint: {info['best_move']}{extra}" + (f"; line: {' '.join(info['pv'][:6])}" if info["visits"] else ""))
+        else:
+            try:
+                session.play(session.parse(text))
+            except GameError as error:
+                say(f"{error} (type 'help' for commands)")
+                continue
+            say(game.render(session.state))

@@ -1,0 +1,239 @@
+"""A Gomocup / Piskvork brain: the protocol on stdin and stdout.
+
+Commands (https://plastovicka.github.io/protocl2en.htm): START size, RECTSTART w,h,
+RESTART, BEGIN, TURN x,y, BOARD ... DONE, INFO key value, TAKEBACK x,y, PLAY x,y,
+ABOUT, END. Coordinates are x,y with x the column from the left and y the row
+from the top, both from 0. Replies: a move "x,y", OK, or
+  UNKNOWN <message>   for a command the protocol does not have
+  ERROR <message>     for a command that cannot be carried out (bad coordinates,
+                      an occupied square, a command out of order, an unsupported
+                      size or rule); the brain keeps running
+INFO rule: 0 freestyle, 1 exactly five (standard); renju (4) and caro (8) get ERROR.
+The brain searches until a deadline derived from INFO timeout_turn and time_left.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, TextIO
+
+import torch
+
+import games
+from games import GameError
+
+from .. import __version__
+from ..errors import UserError
+from ..session import Engine
+
+MARGIN = 0.85  # share of the allowed time spent searching
+OVERHEAD = 0.15  # seconds kept for everything else
+
+
+class Brain:
+    def __init__(self, make_engine: Callable[[games.Game], Engine], *, fixed_size: tuple[int, int] | None = None,
+                 write: Callable[[str], None] = print):
+        self.make_engine = make_engine
+        self.fixed_size = fixed_size  # a checkpoint plays one board size only
+        self.write = write
+        self.width = self.height = 0
+        self.exact = False
+        self.engine: Engine | None = None
+        self.board: dict[tuple[int, int], int] = {}  # (x, y) -> 1 own stone, 2 opponent's
+        self.timeout_turn = 5.0
+        self.time_left: float | None = None
+        self.in_board = False
+        self.board_lines: list[str] = []
+
+    # -- the game ---------------------------------------------------------------------------------
+    def _game(self) -> games.Game:
+        rule = "standard" if self.exact else "freestyle"
+        return games.make("gomoku", width=self.width, height=self.height, k=5, rule=rule)
+
+    def _start(self, width: int, height: int) -> None:
+        if not (5 <= width <= 19 and 5 <= height <= 19):
+            raise GameError(f"unsupported size {width}x{height}; this brain plays 5..19")
+        if self.fixed_size and (width, height) != self.fixed_size:
+            raise GameError(f"this network plays {self.fixed_size[0]}x{self.fixed_size[1]} only")
+        self.width, self.height = width, height
+        self.engine = self.make_engine(self._game())
+        self.board.clear()
+
+    def _need_start(self) -> None:
+        if self.engine is None:
+            raise GameError("no game: send START first")
+
+    def _square(self, text: str) -> tuple[int, int]:
+        parts = [p.strip() for p in text.split(",")]
+        if len(parts) < 2 or not all(p.lstrip("-").isdigit() for p in parts[:2]):
+            raise GameError(f"cannot read coordinates {text.strip()!r}; write x,y")
+        x, y = int(parts[0]), int(parts[1])
+        if not (0 <= x < self.width and 0 <= y < self.height):
+            raise GameError(f"{x},{y} is off the {self.width}x{self.height} board")
+        return x, y
+
+    def _place(self, square: tuple[int, int], owner: int) -> None:
+        if square in self.board:
+            raise GameError(f"{square[0]},{square[1]} is already occupied")
+        self.board[square] = owner
+
+    def _state(self):
+        """The position with the brain to move (its stones are the mover's colour)."""
+        own = sum(1 for v in self.board.values() if v == 1)
+        other = len(self.board) - own
+        if own == other:
+            mine, theirs = 1, -1  # the brain moves first in this game
+        elif other == own + 1:
+            mine, theirs = -1, 1
+        else:
+            raise GameError(f"the board has {own} own and {other} opponent stones: not the brain's turn")
+        grid = torch.zeros(self.height, self.width, dtype=torch.int8)
+        for (x, y), owner in self.board.items():
+            grid[y, x] = mine if owner == 1 else theirs
+        state = self.engine.game.from_board(grid, to_play=0 if mine == 1 else 1)
+        if bool(state.done[0]):
+            raise GameError("the game is already over on this board")
+        return state
+
+    def _budget(self) -> float:
+        allowed = self.timeout_turn
+        if self.time_left is not None:
+            empty = self.width * self.height - len(self.board)
+            allowed = min(allowed, self.time_left / max(empty / 2, 1))
+        return max(0.01, allowed * MARGIN - OVERHEAD)
+
+    def _move(self) -> None:
+        state = self._state()
+        analysis = self.engine.think(state, seconds=self._budget())
+        action = int(analysis.action[0])
+        y, x = divmod(action, self.width)
+        self.board[(x, y)] = 1
+        self.write(f"{x},{y}")
+
+    # -- commands ---------------------------------------------------------------------------------
+    def handle(self, line: str) -> bool:
+        """Carry out one line; False after END."""
+        text = line.strip()
+        if self.in_board:
+            return self._board_line(text)
+        if not text:
+            return True
+        command, _, rest = text.partition(" ")
+        command = command.upper()
+        try:
+            return self._command(command, rest.strip())
+        except GameError as error:
+            self.write(f"ERROR {error}")
+        except UserError as error:
+            self.write(f"ERROR {error}")
+        return True
+
+    def _command(self, command: str, rest: str) -> bool:
+        if command == "START":
+            if not rest.isdigit():
+                raise GameError("START needs a board size, e.g. START 15")
+            self._start(int(rest), int(rest))
+            self.write("OK")
+        elif command == "RECTSTART":
+            parts = rest.split(",")
+            if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
+                raise GameError("RECTSTART needs width,height")
+            self._start(int(parts[0]), int(parts[1]))
+            self.write("OK")
+        elif command == "RESTART":
+            self._need_start()
+            self.board.clear()
+            self.write("OK")
+        elif command == "BEGIN":
+            self._need_start()
+            if self.board:
+                raise GameError("BEGIN is only for an empty board")
+            self._move()
+        elif command == "TURN":
+            self._need_start()
+            square = self._square(rest)
+            self._place(square, 2)
+            try:
+                self._move()
+            except GameError:
+                del self.board[square]
+                raise
+        elif command == "PLAY":
+            self._need_start()
+            square = self._square(rest)
+            self._place(square, 1)
+            self.write(f"{square[0]},{square[1]}")
+        elif command == "TAKEBACK":
+            self._need_start()
+            square = self._square(rest)
+            if square not in self.board:
+                raise GameError(f"{square[0]},{square[1]} is empty")
+            del self.board[square]
+            self.write("OK")
+        elif command == "BOARD":
+            self._need_start()
+            self.in_board, self.board_lines = True, []
+        elif command == "INFO":
+            self._info(rest)
+        elif command == "ABOUT":
+            self.write(f'name="azero", version="{__version__}", author="azero developers", country="-"')
+        elif command == "END":
+            return False
+        else:
+            self.write(f"UNKNOWN command {command}; this brain knows START, RECTSTART, RESTART, BEGIN, TURN, "
+                       "BOARD, INFO, TAKEBACK, PLAY, ABOUT, END")
+        return True
+
+    def _board_line(self, text: str) -> bool:
+        if text.upper() != "DONE":
+            self.board_lines.append(text)
+            return True
+        self.in_board = False
+        saved = dict(self.board)
+        self.board.clear()
+        try:
+            for line in self.board_lines:
+                parts = [p.strip() for p in line.split(",")]
+                if len(parts) != 3 or parts[2] not in ("1", "2", "3"):
+                    raise GameError(f"cannot read board line {line!r}; write x,y,field with field 1, 2 or 3")
+                self._place(self._square(line), 1 if parts[2] == "1" else 2)
+            self._move()
+        except GameError as error:
+            self.board = saved
+            self.write(f"ERROR {error}")
+        return True
+
+    def _info(self, rest: str) -> None:
+        key, _, value = rest.partition(" ")
+        key = key.lower()
+        try:
+            number = int(value.strip()) if value.strip() else None
+        except ValueError:
+            number = None
+        if key == "timeout_turn" and number is not None:
+            self.timeout_turn = number / 1000.0 if number > 0 else 0.05
+        elif key == "time_left" and number is not None:
+            self.time_left = number / 1000.0
+        elif key == "rule" and number is not None:
+            if number & 4:
+                raise GameError("renju rules are not supported (freestyle and exactly-five only)")
+            if number & 8:
+                raise GameError("caro rules are not supported (freestyle and exactly-five only)")
+            exact = bool(number & 1)
+            if exact != self.exact:
+                self.exact = exact
+                if self.engine is not None:
+                    self.engine = self.make_engine(self._game())
+        # other keys (timeout_match, max_memory, game_type, folder, evaluate) need nothing
+
+
+def serve(make_engine: Callable[[games.Game], Engine], source: TextIO, sink: TextIO, *,
+          fixed_size: tuple[int, int] | None = None) -> int:
+    def write(text: str) -> None:
+        sink.write(text + "\n")
+        sink.flush()
+
+    brain = Brain(make_engine, fixed_size=fixed_size, write=write)
+    for line in source:
+        if not brain.handle(line):
+            break
+    return 0

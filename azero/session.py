@@ -1,0 +1,167 @@
+"""One game at a time for people and protocols: moves as text, undo, the engine's move and its analysis.
+
+The terminal UI, the browser GUI, the Piskvork brain and the JSON analysis mode
+all drive a `GameSession`; an `Engine` is any player spec or checkpoint with a
+search budget (simulations or seconds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+import games
+from games import Game, GameError, State
+from games.random import fold, make_keys
+
+from .errors import UserError
+from .players import Analysis, Player, make
+
+
+class Engine:
+    """A player with a budget: `think(state)` -> Analysis (or a bare move for players without search)."""
+
+    def __init__(self, game: Game, spec: str | None = None, *, checkpoint: str | None = None,
+                 simulations: int | None = None, seconds: float | None = None, device="cpu", seed: int = 0):
+        if (spec is None) == (checkpoint is None):
+            raise UserError("give an engine as a player spec or a checkpoint, not both")
+        if spec is None:
+            spec = f"az:{checkpoint}" + (f":sims={simulations}" if simulations else "")
+        self.game = game
+        self.player: Player = make(spec, game, device=device, seed=seed)
+        self.simulations, self.seconds = simulations, seconds
+        self.seed = seed
+        self.calls = 0
+
+    @property
+    def name(self) -> str:
+        return self.player.spec
+
+    def budget(self) -> dict:
+        out = {}
+        if self.simulations is not None:
+            out["simulations"] = self.simulations
+        if self.seconds is not None:
+            out["seconds"] = self.seconds
+        return out
+
+    def think(self, state: State, *, on_progress=None, should_stop=None, **budget) -> Analysis:
+        """Analysis of a one-game state (`action` is the move the engine would play)."""
+        keys = fold(make_keys(self.seed, 1), self.calls)
+        self.calls += 1
+        options = {**self.budget(), **budget}
+        if on_progress is not None:
+            options["on_progress"] = on_progress
+        if should_stop is not None:
+            options["should_stop"] = should_stop
+        analysis = self.player.analyse(state, keys, **options)
+        if analysis is None:  # random, perfect: a move without an analysis
+            action = self.player.act(state, keys)
+            zeros = torch.zeros(1, self.game.num_actions)
+            analysis = Analysis(action=action, visits=zeros, q=zeros.clone(), value=torch.zeros(1), pv=[[int(action)]])
+        return analysis
+
+
+@dataclass
+class GameSession:
+    """The moves of one game so far, with undo."""
+
+    game: Game
+    actions: list[int] = field(default_factory=list)
+
+    def __post_init__(self):
+        self._states = [self.game.initial_state(1)]
+
+    @property
+    def state(self) -> State:
+        return self._states[-1]
+
+    @property
+    def over(self) -> bool:
+        return bool(self.state.done[0])
+
+    @property
+    def to_play(self) -> int:
+        return int(self.state.to_play[0])
+
+    def legal(self) -> list[int]:
+        return self.game.legal_actions(self.state)
+
+    def parse(self, text: str) -> int:
+        """A move from text; GameError explains what is wrong (unreadable, illegal, game over)."""
+        if self.over:
+            raise GameError("the game is over; type 'new' to start another or 'undo' to take moves back")
+        action = self.game.parse_action(text)
+        if action not in self.legal():
+            raise GameError(f"{text.strip()} is not a legal move here: {self.game.illegal_reason(self.state, action)}")
+        return action
+
+    def play(self, action: int) -> None:
+        self._states.append(self.game.step(self.state, torch.tensor([int(action)])))
+        self.actions.append(int(action))
+
+    def undo(self, count: int = 1) -> int:
+        """Take back up to `count` moves; returns how many were taken back."""
+        taken = 0
+        while taken < count and self.actions:
+            self.actions.pop()
+            self._states.pop()
+            taken += 1
+        return taken
+
+    def new(self) -> None:
+        self.actions.clear()
+        self._states = [self.game.initial_state(1)]
+
+    def result_text(self) -> str:
+        result = int(self.game.result(self.state)[0])
+        return {1: "first player wins", -1: "second player wins", 0: "draw"}[result]
+
+    def set_moves(self, moves: list[str]) -> None:
+        """Replace the game with these moves (text); GameError names the first bad one."""
+        self.new()
+        for i, text in enumerate(moves):
+            try:
+                self.play(self.parse(text))
+            except GameError as error:
+                self.new()
+                raise GameError(f"move {i + 1} ({text}): {error}") from None
+
+
+def describe_analysis(game: Game, analysis: Analysis, *, top: int = 5) -> dict:
+    """Plain values for people and protocols: best move, win-rate for the side to move, top moves, PV."""
+    visits = analysis.visits[0]
+    q = analysis.q[0]
+    best = int(analysis.action[0])
+    # the side to move's win-rate: the value of the move chosen (the mean over all moves
+    # would count the search's exploration of bad moves against the position)
+    value = float(q[best]) if visits[best] > 0 else float(analysis.value[0])
+    order = torch.argsort(visits, descending=True)[:top]
+    moves = [
+        {"move": game.format_action(int(a)), "visits": int(visits[a]), "winrate": round(float(q[a] + 1) / 2, 4)}
+        for a in order
+        if visits[a] > 0
+    ]
+    return {
+        "best_move": game.format_action(int(analysis.action[0])),
+        "winrate": round((value + 1) / 2, 4),
+        "visits": int(visits.sum()),
+        "moves": moves,
+        "pv": [game.format_action(a) for a in analysis.pv[0]],
+    }
+
+
+def game_from_args(game_spec: str | None, checkpoint: str | None) -> Game:
+    """The game of a checkpoint, or from a spec; both given must agree."""
+    from .checkpoint import load_checkpoint
+
+    if checkpoint:
+        data = load_checkpoint(checkpoint)
+        game = games.make_from_spec(data["game"])
+        if game_spec and games.make_from_spec(game_spec) != game:
+            raise UserError(f"{checkpoint} is a checkpoint of {game.spec}, not of {game_spec}")
+        return game
+    if not game_spec:
+        raise UserError("give --checkpoint PATH, or --game SPEC with --opponent SPEC")
+    return games.make_from_spec(game_spec)
