@@ -15,9 +15,7 @@ import threading
 import webbrowser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from pathlib import Path
 
-import torch
 
 import games
 from games import Game, GameError
