@@ -19,13 +19,14 @@ from .base import (
     sample_uniform_legal,
 )
 from .connect4 import ConnectFour
+from .go import Go
 from .gomoku import Gomoku
 from .nim import Nim
 from .othello import Othello
 from .tictactoe import TicTacToe
 
 REGISTRY: dict[str, type[Game]] = {
-    cls.name: cls for cls in (ConnectFour, Gomoku, Nim, Othello, TicTacToe)
+    cls.name: cls for cls in (ConnectFour, Go, Gomoku, Nim, Othello, TicTacToe)
 }
 
 __all__ = [

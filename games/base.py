@@ -225,7 +225,7 @@ def board_symmetries(height: int, width: int, *, extra_actions: int = 0) -> list
             ("transpose", grid.t()),
             ("rot90", torch.rot90(grid, 1)),
             ("rot270", torch.rot90(grid, -1)),
-            ("antitranspose", torch.rot90(grid, 1).flip(0)),
+            ("antitranspose", grid.flip(0).flip(1).t()),
         ]
     out = []
     for name, image in transforms:

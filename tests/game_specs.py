@@ -14,4 +14,7 @@ GAME_SPECS = [
     "othello",
     "othello:size=6",
     "othello:size=4",
+    "go",
+    "go:size=5",
+    "go:size=7,komi=5.5",
 ]

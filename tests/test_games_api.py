@@ -132,6 +132,15 @@ def test_symmetries_commute_with_step_encode_and_mask(game):
             assert torch.equal(sym.policy(p)[sym.action(torch.arange(game.num_actions))], p)
 
 
+def test_symmetries_are_distinct_and_form_a_group(game):
+    perms = [tuple(sym.action_perm.tolist()) for sym in game.symmetries]
+    assert len(set(perms)) == len(perms), "no transform is listed twice"
+    if len(perms) > 1:
+        assert tuple(range(game.num_actions)) in perms
+        composed = {tuple(torch.tensor(a)[torch.tensor(b)].tolist()) for a in perms for b in perms}
+        assert composed == set(perms), "closed under composition"
+
+
 def test_random_playout_gives_results_of_finished_games(game):
     gen = torch.Generator().manual_seed(4)
     s = game.initial_state(batch=64)
