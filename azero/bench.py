@@ -10,7 +10,10 @@ Groups (choose with --only):
                     gomoku also with a plain-Python one-board reference
   uct               random-rollout UCT iterations per second, batched and the scalar
                     reference, on 8x8 five-in-a-row and on tic-tac-toe
-  puct, selfplay, train   the learner (see azero/learner_bench.py)
+  puct              PUCT simulations/s with the default gomoku network at the self-play batch,
+                    the same network's bare forward passes/s, and their ratio (efficiency)
+  selfplay          self-play positions/s, batched and one game with one leaf per network call
+  train             training samples/s
 """
 
 from __future__ import annotations
@@ -170,9 +173,98 @@ def machine() -> dict:
     }
 
 
+def _learner_parts():
+    from .config import load_config
+    from .network import PolicyValueNet
+
+    config = load_config(game="gomoku")
+    game = games.make_from_spec(config.game.spec)
+    torch.manual_seed(0)
+    net = PolicyValueNet(config.network, game).eval()
+    return config, game, net
+
+
+def bench_puct(seconds: float, repeats: int) -> dict:
+    """PUCT simulations per second against the same network's bare forward passes, same batch."""
+    from .agent import NetworkSearch
+
+    config, game, net = _learner_parts()
+    batch, sims = config.selfplay.games, config.search.simulations
+    searcher = NetworkSearch(game, net)
+    roots = game.initial_state(batch)
+    keys = make_keys(0, batch)
+
+    def search() -> float:
+        tree = searcher.fresh_tree(roots, keys, sims + 1)
+        searcher.search(tree, sims)
+        return float(batch * sims)
+
+    planes, legal = game.encode(roots), game.legal_mask(roots)
+
+    def forward() -> float:
+        with torch.inference_mode():
+            net(planes, legal)
+        return float(batch)
+
+    sims_per_s = rate(search, seconds=seconds, repeats=repeats)
+    evals_per_s = rate(forward, seconds=seconds, repeats=repeats)
+    return {"sims_per_s": sims_per_s, "net_evals_per_s": evals_per_s, "efficiency": sims_per_s / evals_per_s,
+            "batch": batch, "simulations": sims, "network": dict(vars(config.network))}
+
+
+def bench_selfplay(seconds: float, repeats: int) -> dict:
+    """Self-play positions per second: all games batched, and one game with one leaf per network call."""
+    from .selfplay import SelfPlay
+
+    config, game, net = _learner_parts()
+
+    def positions_per_s(games_at_once: int) -> float:
+        selfplay_config = type(config.selfplay)(games=games_at_once, positions_per_iteration=1)
+        player = SelfPlay(game, net, config.search, selfplay_config, seed=0)
+        moves = [0]
+
+        def work() -> float:
+            player.step()
+            moves[0] += 1
+            return float(games_at_once)  # one position per game and move
+
+        return rate(work, seconds=seconds, repeats=repeats)
+
+    batched = positions_per_s(config.selfplay.games)
+    single = positions_per_s(1)
+    return {"positions_per_s": batched, "unbatched_positions_per_s": single, "speedup": batched / single,
+            "games": config.selfplay.games, "simulations": config.search.simulations}
+
+
+def bench_train(seconds: float, repeats: int) -> dict:
+    """Training samples per second (gradient steps on replay batches, symmetries included)."""
+    from .replay import ReplayBuffer
+    from .selfplay import Samples
+    from .trainer import Trainer
+
+    config, game, net = _learner_parts()
+    buffer = ReplayBuffer(game, 8192)
+    n = 8192
+    h, w = game.board_shape
+    planes = (torch.rand(n, game.num_planes, h, w) < 0.2).to(torch.uint8)
+    policy = torch.softmax(torch.randn(n, game.num_actions), dim=1)
+    buffer.add(Samples(planes, policy, torch.ones(n, game.num_actions, dtype=torch.bool), torch.rand(n) * 2 - 1))
+    trainer = Trainer(net, config.train)
+    generator = torch.Generator().manual_seed(0)
+
+    def work() -> float:
+        trainer.train(buffer, 1, generator, augment=True, progress=False)
+        return float(config.train.batch_size)
+
+    return {"samples_per_s": rate(work, seconds=seconds, repeats=repeats), "batch_size": config.train.batch_size}
+
+
 GROUPS: dict[str, Callable[..., dict]] = {
     "game_steps_per_s": bench_game_steps,
     "uct": bench_uct,
+    "puct": bench_puct,
+    "selfplay": bench_selfplay,
+    "train": bench_train,
 }
 
 
