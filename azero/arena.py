@@ -5,12 +5,18 @@
 
 Game i is started by player A when i is even and by B when i is odd. Every game
 has its own random keys, so a game's moves do not depend on the batch it ran in.
+
+A player may resign a game (its action is `players.RESIGN`): the game ends as a
+loss for it. Players that play one game at a time (external GTP engines) get
+their games one by one. With `record_moves=True` the result keeps every game's
+moves (`MatchResult.records`, e.g. for SGF files: azero.sgf.write_match).
 """
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import torch
 from tqdm import tqdm
@@ -19,7 +25,23 @@ from games import Game, NO_ACTION
 from games.random import fold, make_keys
 
 from .elo import match_elo
-from .players import Player
+from .players import RESIGN, Player
+
+
+@dataclass
+class GameRecord:
+    """One game of a match: who moved first, the moves, how it ended.
+
+    actions:  the moves in order (passes included), without the resignation
+    result:   +1 the first player won, -1 the second won, 0 draw
+    resigned: the loser resigned after `actions`
+    """
+
+    first: str
+    second: str
+    actions: list[int]
+    result: float
+    resigned: bool = False
 
 
 @dataclass
@@ -37,6 +59,7 @@ class MatchResult:
     b_wins_first: int  # games B won when it moved first
     seconds: float
     plies: int
+    records: list[GameRecord] | None = field(default=None, repr=False)  # with record_moves=True, game i at i
 
     @property
     def a_score(self) -> float:
@@ -47,9 +70,12 @@ class MatchResult:
         return match_elo(self.a_wins, self.draws, self.b_wins)
 
     def to_dict(self) -> dict:
+        """Plain values for JSON; an interval end that is unbounded (a clean sweep) is None (null)."""
         elo, (low, high) = self.elo
         out = asdict(self)
-        out.update(a_score=self.a_score, elo_diff=elo, elo_ci95=[low, high])
+        out.pop("records")
+        bound = lambda x: x if math.isfinite(x) else None  # noqa: E731
+        out.update(a_score=self.a_score, elo_diff=elo, elo_ci95=[bound(low), bound(high)])
         return out
 
     def table(self) -> str:
@@ -76,18 +102,27 @@ def play_match(
     device="cpu",
     progress: bool = True,
     description: str | None = None,
+    record_moves: bool = False,
 ) -> MatchResult:
-    """Play `num_games` games of A against B, `batch` at a time (all at once by default)."""
+    """Play `num_games` games of A against B, `batch` at a time (all at once by default;
+    one at a time if a player plays one game at a time). `record_moves` keeps the moves."""
     if num_games < 1:
         raise ValueError("a match needs at least one game")
     batch = batch or num_games
+    if any(getattr(player, "one_game_at_a_time", False) for player in (player_a, player_b)):
+        batch = 1
+    records: list[GameRecord] | None = [] if record_moves else None
     start = time.perf_counter()
     totals = dict(a_wins=0, b_wins=0, draws=0, a_wins_first=0, b_wins_first=0, plies=0)
     bar = tqdm(total=num_games, desc=description or f"{player_a.spec} vs {player_b.spec}", unit="game",
                disable=not progress, leave=False)
     for first in range(0, num_games, batch):
         ids = torch.arange(first, min(first + batch, num_games), device=device)
-        results, plies = _play_batch(game, player_a, player_b, ids, seed, device, bar)
+        results, plies, moves, resigned = _play_batch(game, player_a, player_b, ids, seed, device, bar)
+        if records is not None:
+            for i, game_id in enumerate(ids.tolist()):
+                starter, other = (player_a, player_b) if game_id % 2 == 0 else (player_b, player_a)
+                records.append(GameRecord(starter.spec, other.spec, moves[i], float(results[i]), bool(resigned[i])))
         a_first = ids % 2 == 0
         a_sign = torch.where(a_first, 1.0, -1.0)
         a_result = results * a_sign
@@ -99,11 +134,15 @@ def play_match(
         totals["plies"] += plies
     bar.close()
     return MatchResult(game=game.spec, a=player_a.spec, b=player_b.spec, games=num_games,
-                       seconds=time.perf_counter() - start, **totals)
+                       seconds=time.perf_counter() - start, records=records, **totals)
 
 
-def _play_batch(game, player_a, player_b, ids, seed, device, bar) -> tuple[torch.Tensor, int]:
-    """Play games `ids` to the end; returns (results from the first player's view, plies played)."""
+def _play_batch(game, player_a, player_b, ids, seed, device, bar):
+    """Play games `ids` to the end.
+
+    Returns (results float [n] from the first player's view, plies played, the moves of
+    each game as lists, resigned bool [n]).
+    """
     n = ids.numel()
     keys = fold(make_keys(seed, num_games_key := int(ids.max()) + 1, device)[ids], 0)
     del num_games_key
@@ -113,16 +152,37 @@ def _play_batch(game, player_a, player_b, ids, seed, device, bar) -> tuple[torch
     state = game.initial_state(n, device)
     ply, plies = 0, 0
     done_before = 0
+    history: list[torch.Tensor] = []  # long [n] per ply, NO_ACTION for games already over
+    resigned = torch.zeros(n, dtype=torch.bool, device=device)
+    resign_result = torch.zeros(n, device=device)
     while not bool(state.done.all()):
         action = torch.full((n,), NO_ACTION, dtype=torch.long, device=device)
         for tag, (player, seat) in enumerate(((player_a, seat_a), (player_b, 1 - seat_a))):
             rows = (~state.done & (state.to_play == seat)).nonzero().squeeze(1)
             if rows.numel():
                 action[rows] = player.act(state[rows], keys=fold(fold(keys[rows], tag + 1), ply))
+        gave_up = action == RESIGN
+        if bool(gave_up.any()):
+            state = _resign(state, gave_up)
+            resign_result = torch.where(gave_up, state.winner.float(), resign_result)
+            resigned |= gave_up
+            action = torch.where(gave_up, NO_ACTION, action)
         plies += int((~state.done).sum())
+        history.append(action)
         state = game.step(state, action)
         ply += 1
         done_now = int(state.done.sum())
         bar.update(done_now - done_before)
         done_before = done_now
-    return game.result(state), plies
+    table = torch.stack(history, dim=1).tolist() if history else [[] for _ in range(n)]  # [n, plies]
+    moves = [[a for a in row if a != NO_ACTION] for row in table]
+    return torch.where(resigned, resign_result, game.result(state)), plies, moves, resigned
+
+
+def _resign(state, gave_up: torch.Tensor):
+    """The states with the games in `gave_up` (bool [n]) over, lost by the player to move."""
+    state = state.clone()
+    state.done |= gave_up
+    winner = (2 * state.to_play - 1).to(state.winner.dtype)  # the player not to move: +1 first, -1 second
+    state.winner = torch.where(gave_up, winner, state.winner)
+    return state

@@ -85,7 +85,7 @@ class EvaluationConfig:
     games: int = _f(40, "games against each opponent per evaluation", low=2)
     simulations: int = _f(64, "PUCT simulations per move of the network in evaluation games", low=1)
     ladder: list = _f([100, 300, 1000, 3000, 10000], "random-rollout UCT opponents (iterations a move)")
-    opponents: int = _f(2, "ladder opponents per evaluation, chosen around the current strength", low=1)
+    opponents: int = _f(1, "ladder opponents per evaluation, chosen around the current strength", low=1)
 
 
 @dataclass

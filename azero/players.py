@@ -8,10 +8,21 @@ Every command line accepts players as short specs:
     flatmc:1000                 flat Monte Carlo: 1,000 random rollouts spread over the legal moves
     perfect                     exact play by exhaustive search (tic-tac-toe, Nim and other tiny games)
     az:PATH[:sims=200]          a trained network with PUCT search (see azero.agent)
+    gtp:COMMAND                 an external engine speaking GTP (Go, Othello), run as a process:
+                                everything after "gtp:" is its command line, split like a shell
+                                would (quotes group words; no shell runs; the program is looked
+                                up on PATH, then in /usr/games), e.g.
+                                  gtp:gnugo --mode gtp --level 1 --chinese-rules
+                                  gtp:"/usr/games/gtp-rhino --level 1"
+                                (see azero.protocols.gtp; one game at a time)
 
     player = make("uct:1000", game)
     actions = player.act(states)        # long [B]
     player.reset()                      # a new game starts
+
+A player may answer `RESIGN` for a game it gives up (only external GTP engines
+do); the arena ends that game as a loss for it. Players with
+`one_game_at_a_time = True` (external engines) are given batches of one game.
 
 Randomness: `act(states, keys)` takes per-game keys (games/random.py), so a game's
 moves do not depend on which other games share the batch; without keys a player
@@ -32,6 +43,8 @@ from games.random import fold, make_keys
 from .errors import UserError
 from .search import CRITERIA, UCB1, RolloutEvaluator, Tree, choose, search, search_with_budget, simulate
 from .search.final import max_robust_exists
+
+RESIGN = -2  # a player's answer for a game it gives up (NO_ACTION is -1)
 
 
 @dataclass
@@ -69,6 +82,7 @@ class Player:
     """Base class: `act` picks moves; `reset` is called when new games start."""
 
     spec: str = "player"
+    one_game_at_a_time: bool = False  # external engines: the arena plays their games one by one
 
     def __init__(self, game: Game, seed: int = 0):
         self.game = game
@@ -94,6 +108,9 @@ class Player:
 
     def reset(self) -> None:
         """A new game starts (players that keep trees between moves drop them)."""
+
+    def close(self) -> None:
+        """Release what the player holds (external engines stop their process)."""
 
     def __repr__(self) -> str:
         return f"<player {self.spec}>"
@@ -259,7 +276,8 @@ def parse_spec(text: str) -> PlayerSpec:
 
 SPEC_HELP = (
     "players are random, uct:ITERATIONS[:c=C,final=robust|max|max-robust|secure,seed=S], "
-    "flatmc:ROLLOUTS[:seed=S], perfect, az:CHECKPOINT[:sims=N,...], human"
+    "flatmc:ROLLOUTS[:seed=S], perfect, az:CHECKPOINT[:sims=N,...], human, "
+    'gtp:COMMAND (an external GTP engine for go or othello, e.g. gtp:"gnugo --mode gtp --level 1")'
 )
 
 
@@ -284,6 +302,11 @@ def _take(spec: PlayerSpec, allowed: set[str]) -> dict[str, str]:
 
 def make(text: str, game: Game, *, device="cpu", seed: int | None = None) -> Player:
     """Build a player from its spec for `game`; UserError explains a bad spec."""
+    head, _, command = text.strip().partition(":")
+    if head.strip().lower() == "gtp":  # the rest is a command line, not key=value options
+        from .protocols.gtp_client import make_gtp_player
+
+        return make_gtp_player(command, game)
     spec = parse_spec(text)
     name = spec.name
     if name == "random":

@@ -10,6 +10,8 @@ COMMANDS = {
     "play": "play against a checkpoint or any player, in the terminal or the browser",
     "evaluate": "play a match between two players and report Elo",
     "pbrain": "a gomoku brain for Piskvork / Gomocup (protocol on stdin/stdout)",
+    "gtp": "a Go / Othello engine speaking GTP (protocol on stdin/stdout)",
+    "match": "a match between any two players, external GTP engines included, with Elo and SGF files",
     "bench": "print throughput figures as one JSON object",
 }
 

@@ -1,0 +1,53 @@
+"""python scripts/gtp.py: a GTP engine for Go and Othello on stdin and stdout (see azero/protocols/gtp.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import cli_entry
+
+
+@cli_entry
+def main(argv=None) -> int:
+    from ..protocols.gtp import GTPEngine, check_game, serve
+    from ..session import Engine, game_from_args
+
+    parser = argparse.ArgumentParser(
+        prog="gtp.py",
+        description="A Go or Othello engine speaking GTP version 2 on stdin/stdout (for GoGui, Sabaki, Quarry, "
+        "GNU Go's twogtp, our match runner...). Give a trained checkpoint, or a game and any player spec.",
+        epilog="Examples: --game go:size=9 --player uct:2000;  --game othello --player uct:1000;  "
+        "--checkpoint runs/othello/latest.pt --sims 400",
+    )
+    who = parser.add_mutually_exclusive_group(required=True)
+    who.add_argument("--checkpoint", help="a Go or Othello checkpoint (plays its own board size and komi only)")
+    who.add_argument("--player", metavar="SPEC", help="any player spec, e.g. uct:2000 (needs --game)")
+    parser.add_argument("--game", metavar="SPEC", help="go:size=9,komi=7.5 or othello (boardsize may change the size)")
+    parser.add_argument("--sims", type=int, help="simulations per move (at most, when a clock is set)")
+    parser.add_argument("--seconds", type=float, help="seconds per move when no clock is set")
+    parser.add_argument("--resign-threshold", type=float, metavar="WINRATE",
+                        help="resign when the win-rate of the chosen move is below this, e.g. 0.05 (default: never)")
+    parser.add_argument("--sgf", metavar="DIR", help="write each game as SGF into DIR (at clear_board and quit)")
+    parser.add_argument("--device", default="cpu", help="torch device for the network (default cpu)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed")
+    args = parser.parse_args(argv)
+    if args.player and not args.game:
+        parser.error("--player needs --game, e.g. --game go:size=9 or --game othello")
+    if args.resign_threshold is not None and not 0 <= args.resign_threshold < 1:
+        parser.error("--resign-threshold is a win-rate in [0, 1)")
+    for name in ("sims", "seconds"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            parser.error(f"--{name} must be positive")
+    game = game_from_args(args.game, args.checkpoint)
+    check_game(game)
+
+    def make_engine(game):
+        return Engine(game, args.player, checkpoint=args.checkpoint, simulations=args.sims, seconds=args.seconds,
+                      device=args.device, seed=args.seed)
+
+    make_engine(game)  # a bad player spec or checkpoint is reported now, not at the first genmove
+    engine = GTPEngine(game, make_engine, fixed=bool(args.checkpoint), resign_threshold=args.resign_threshold,
+                       sgf_folder=args.sgf)
+    return serve(engine, sys.stdin, sys.stdout)

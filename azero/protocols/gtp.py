@@ -1,0 +1,391 @@
+"""GTP (Go Text Protocol, version 2) both ways: our engine for GTP controllers, and external GTP engines as players.
+
+The engine (`serve`, scripts/gtp.py) answers on stdin/stdout:
+protocol_version, name, version, known_command, list_commands, quit, boardsize,
+clear_board, komi, play, genmove, reg_genmove, undo, showboard, final_score,
+time_settings, time_left, printsgf. Replies are "= answer" or "? message",
+each followed by an empty line, with the command's numeric id echoed ("=5 D4").
+A command that cannot be carried out (unknown command, bad colour or vertex,
+illegal move, a board size a checkpoint does not play...) gets "? message" and
+the engine keeps running.
+
+Vertices: Go the GTP way (columns A..T without I, rows counted from the
+bottom, `pass`); Othello the way Othello GTP programs write them (GRhino's
+gtp-rhino): `boardsize 8`, columns a..h, row 1 at the top (black's openings are
+d3, c4, f5, e6), black moves first. Upper or lower case are both read; moves
+are written in upper case, like GNU Go and GRhino do.
+
+Turns: GTP may ask any colour to play or move. When the colour is not the side
+to move, the side to move passes first if a pass is legal (always in Go; in
+Othello only when it has no move, which is how GRhino's implicit passes look),
+otherwise the command fails. `undo` takes back the last move together with the
+passes put in for it. `komi` is ignored in Othello (GRhino does the same).
+`final_score` scores the current position: Go by area (Tromp-Taylor, komi
+included, every stone counted alive), Othello by disc difference. With --sgf
+the game is written as SGF at clear_board, boardsize and quit.
+
+Time: with `time_settings` (and `time_left`) the engine searches until a
+deadline: the time left shared over the moves it expects to play, or the
+byo-yomi period over its stones; without them it uses its own budget.
+`genmove` answers `resign` when the win-rate of its move is below the resign
+threshold (off unless given).
+External GTP engines as players live in azero/protocols/gtp_client.py.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, TextIO
+
+import torch
+
+import games
+from games import Game, GameError
+
+from .. import __version__
+from ..errors import UserError
+from ..session import Engine, GameSession, describe_analysis
+from ..sgf import black_margin, score_text, to_sgf, write_sgf
+
+GAMES = ("go", "othello")
+COMMANDS = (
+    "protocol_version", "name", "version", "known_command", "list_commands", "quit", "boardsize", "clear_board",
+    "komi", "play", "genmove", "reg_genmove", "undo", "showboard", "final_score", "time_settings", "time_left",
+    "printsgf",
+)
+COLOUR_NAMES = ("black", "white")
+MARGIN = 0.85  # share of the allotted time spent searching
+OVERHEAD = 0.1  # seconds kept for everything else
+
+
+def check_game(game: Game) -> None:
+    if game.name not in GAMES:
+        raise UserError(f"GTP plays {' and '.join(GAMES)}, not {game.name} (gomoku engines speak Piskvork: pbrain.py)")
+
+
+def pass_action(game: Game) -> int:
+    """Go and Othello have a pass: the last action."""
+    return game.num_actions - 1
+
+
+def parse_colour(text: str) -> int:
+    """0 black, 1 white, from b, black, w or white in any case."""
+    word = text.strip().lower()
+    if word in ("b", "black"):
+        return 0
+    if word in ("w", "white"):
+        return 1
+    raise GameError(f"syntax error: invalid color {text!r}; write b, black, w or white")
+
+
+def format_vertex(game: Game, action: int) -> str:
+    return "pass" if action == pass_action(game) else game.format_action(action).upper()
+
+
+def parse_vertex(game: Game, text: str) -> int:
+    """An action from a GTP vertex in either case; GameError if unreadable."""
+    text = text.strip()
+    if text.lower() == "pass":
+        return pass_action(game)
+    first_error = None
+    for candidate in (text, text.upper(), text.lower()):
+        try:
+            return game.parse_action(candidate)
+        except GameError as error:
+            first_error = first_error or error
+    raise GameError(f"syntax error: invalid vertex {text!r} ({first_error})")
+
+
+# -- the engine --------------------------------------------------------------------------------
+
+
+@dataclass
+class Clock:
+    """GTP time settings (seconds) and the time left per colour (seconds, stones; 0 stones = main time)."""
+
+    main_time: float | None = None
+    byo_yomi_time: float = 0.0
+    byo_yomi_stones: int = 0
+    left: dict[int, tuple[float, int]] = field(default_factory=dict)
+
+    def seconds(self, colour: int, moves_to_play: int) -> float | None:
+        """Search time for `colour`'s move, or None without a time limit."""
+        if self.main_time is None or (self.byo_yomi_stones == 0 and self.byo_yomi_time > 0):
+            return None  # no settings, or GTP's "no time limit" (byo-yomi time without stones)
+        time_left, stones = self.left.get(colour, (self.main_time, 0))
+        if stones > 0:  # in byo-yomi: this period's time over its stones
+            allowed = time_left / stones
+        else:
+            period = self.byo_yomi_time / self.byo_yomi_stones if self.byo_yomi_stones else 0.0
+            allowed = time_left / max(moves_to_play, 1) + period
+        return max(0.01, allowed * MARGIN - OVERHEAD)
+
+
+class GTPEngine:
+    """One GTP session: the game, its moves, the engine that thinks."""
+
+    def __init__(self, game: Game, make_engine: Callable[[Game], Engine], *, fixed: bool = False,
+                 resign_threshold: float | None = None, sgf_folder: str | Path | None = None,
+                 write: Callable[[str], None] = print):
+        check_game(game)
+        self.fixed = game if fixed else None  # a checkpoint plays its own board size and komi only
+        self.make_engine = make_engine
+        self.resign_threshold = resign_threshold
+        self.sgf_folder = Path(sgf_folder) if sgf_folder else None
+        self.write = write
+        self.engines: dict[str, Engine] = {}
+        self.clock = Clock()
+        self.saved = 0
+        self._new_game(game)
+
+    # -- the position ------------------------------------------------------------------------------
+    @property
+    def game(self) -> Game:
+        return self.session.game
+
+    @property
+    def engine(self) -> Engine:
+        if self.game.spec not in self.engines:
+            self.engines[self.game.spec] = self.make_engine(self.game)
+        return self.engines[self.game.spec]
+
+    def _new_game(self, game: Game) -> None:
+        self.session = GameSession(game)
+        self.implicit: list[bool] = []  # per move: a pass this engine put in (undone with the next move)
+        self.engine_colours: set[int] = set()
+        self.resigned: int | None = None
+
+    def _remake(self, refusal: str, **options) -> Game:
+        """The game with other options; GameError starting with `refusal` if it cannot be played."""
+        try:
+            game = games.make(self.game.name, **{**self.game.config, **options})
+        except GameError as error:
+            raise GameError(f"{refusal}: {error}") from None
+        if self.fixed is not None and game != self.fixed:
+            raise GameError(f"{refusal}: this network plays {self.fixed.spec} only")
+        return game
+
+    def _turn(self, colour: int) -> bool:
+        """Check `colour` may move now; True if the side to move must pass first."""
+        if self.session.over:
+            raise GameError("illegal move: the game is over")
+        if colour == self.session.to_play:
+            return False
+        if pass_action(self.game) not in self.session.legal():
+            name = COLOUR_NAMES[self.session.to_play]
+            raise GameError(f"illegal move: it is {name}'s turn and {name} has a move, so cannot pass")
+        return True
+
+    # -- commands --------------------------------------------------------------------------------
+    def handle(self, line: str) -> bool:
+        """Carry out one line of input; False after quit."""
+        text = "".join(c for c in line.split("#", 1)[0] if c >= " " or c == "\t").replace("\t", " ").strip()
+        if not text:
+            return True
+        words = text.split()
+        number = ""
+        if words[0].isdigit():
+            number = words.pop(0)
+            if not words:
+                return self._reply(number, False, "syntax error: an id without a command")
+        command, args = words[0].lower(), words[1:]
+        if command not in COMMANDS:
+            return self._reply(number, False, f"unknown command {words[0]!r}")
+        try:
+            answer = getattr(self, f"gtp_{command}")(args)
+        except (GameError, UserError) as error:
+            return self._reply(number, False, str(error))
+        except Exception as error:  # a bug must not end the session either
+            return self._reply(number, False, f"internal error: {type(error).__name__}: {error}")
+        self._reply(number, True, answer or "")
+        return command != "quit"
+
+    def _reply(self, number: str, ok: bool, text: str) -> bool:
+        """Write '=id answer' or '?id message' and the empty line that ends it."""
+        lines = [line for line in text.split("\n") if line.strip()]  # no empty line inside a reply
+        if text.startswith("\n"):  # a free-form block (showboard) starts on its own line
+            body = "\n" + "\n".join(lines)
+        else:
+            body = " " + "\n".join(lines) if lines else ""
+        self.write(("=" if ok else "?") + number + body + "\n\n")
+        return True
+
+    @staticmethod
+    def _arguments(args: list[str], count: int, usage: str) -> list[str]:
+        if len(args) != count:
+            raise GameError(f"syntax error: write {usage}")
+        return args
+
+    def gtp_protocol_version(self, args):
+        return "2"
+
+    def gtp_name(self, args):
+        return "azero"
+
+    def gtp_version(self, args):
+        return f"{__version__} {self.engine.name}"
+
+    def gtp_known_command(self, args):
+        return "true" if self._arguments(args, 1, "known_command NAME")[0].lower() in COMMANDS else "false"
+
+    def gtp_list_commands(self, args):
+        return "\n".join(COMMANDS)
+
+    def gtp_quit(self, args):
+        self.finish()
+
+    def gtp_boardsize(self, args):
+        (size,) = self._arguments(args, 1, "boardsize SIZE")
+        if not size.isdigit():
+            raise GameError(f"syntax error: boardsize {size!r} is not a number")
+        game = self._remake("unacceptable size", size=int(size))
+        self._save()
+        self._new_game(game)
+
+    def gtp_clear_board(self, args):
+        self._save()
+        self._new_game(self.game)
+
+    def gtp_komi(self, args):
+        (text,) = self._arguments(args, 1, "komi NUMBER")
+        try:
+            komi = float(text)
+        except ValueError:
+            raise GameError(f"syntax error: komi {text!r} is not a number") from None
+        if self.game.name != "go" or komi == self.game.config.get("komi"):
+            return  # Othello has no komi
+        game = self._remake("komi not supported", komi=komi)
+        moves, implicit = list(self.session.actions), list(self.implicit)
+        colours, resigned = self.engine_colours, self.resigned
+        self._new_game(game)
+        for action, inserted in zip(moves, implicit, strict=True):
+            self._play_move(action, implicit=inserted)
+        self.engine_colours, self.resigned = colours, resigned
+
+    def gtp_undo(self, args):
+        if not self.session.actions:
+            raise GameError("cannot undo: no moves")
+        self.session.undo(1)
+        self.implicit.pop()
+        while self.implicit and self.implicit[-1]:
+            self.session.undo(1)
+            self.implicit.pop()
+        self.resigned = None
+
+    def gtp_showboard(self, args):
+        return "\n" + self.game.render(self.session.state)
+
+    def gtp_final_score(self, args):
+        return score_text(black_margin(self.game, self.session.state))
+
+    def gtp_time_settings(self, args):
+        values = self._arguments(args, 3, "time_settings MAIN_TIME BYO_YOMI_TIME BYO_YOMI_STONES")
+        try:
+            main, byo_time, stones = float(values[0]), float(values[1]), int(values[2])
+        except ValueError:
+            raise GameError("syntax error: time_settings takes numbers") from None
+        self.clock = Clock(main, byo_time, stones)
+
+    def gtp_time_left(self, args):
+        colour, seconds, stones = self._arguments(args, 3, "time_left COLOR TIME STONES")
+        try:
+            self.clock.left[parse_colour(colour)] = (float(seconds), int(stones))
+        except ValueError:
+            raise GameError("syntax error: time_left takes a colour and two numbers") from None
+
+    def gtp_printsgf(self, args):
+        return to_sgf(self.game, self.session.actions, **self._sgf_info()).strip()
+
+    def gtp_genmove(self, args):
+        return self._generate(args, commit=True)
+
+    def gtp_reg_genmove(self, args):
+        return self._generate(args, commit=False)
+
+    # -- moves ------------------------------------------------------------------------------------
+    def _generate(self, args, *, commit: bool) -> str:
+        (text,) = self._arguments(args, 1, "genmove COLOR")
+        colour = parse_colour(text)
+        if self.session.over:
+            return "pass"
+        must_pass = self._turn(colour)
+        state = self.session.state
+        if must_pass:
+            state = self.game.step(state, torch.tensor([pass_action(self.game)]))
+        legal = self.game.legal_actions(state)
+        if len(legal) == 1:
+            action = legal[0]
+        else:
+            empty = int((state.board[0] == 0).sum())
+            seconds = self.clock.seconds(colour, max(empty // (3 if self.game.name == "go" else 2), 4))
+            analysis = self.engine.think(state, **({} if seconds is None else {"seconds": seconds}))
+            action = int(analysis.action[0])
+            threshold = self.resign_threshold
+            if threshold is not None and describe_analysis(self.game, analysis)["winrate"] < threshold:
+                if commit:
+                    self.resigned = colour
+                    self.engine_colours.add(colour)
+                return "resign"
+        if commit:
+            if must_pass:
+                self._play_move(pass_action(self.game), implicit=True)
+            self._play_move(action)
+            self.engine_colours.add(colour)
+        return format_vertex(self.game, action)
+
+    def _play_move(self, action: int, *, implicit: bool = False) -> None:
+        self.session.play(action)
+        self.implicit.append(implicit)
+
+    def gtp_play(self, args):
+        colour_text, vertex = self._arguments(args, 2, "play COLOR VERTEX")
+        colour = parse_colour(colour_text)
+        action = parse_vertex(self.game, vertex)
+        must_pass = self._turn(colour)
+        state = self.session.state
+        if must_pass:
+            state = self.game.step(state, torch.tensor([pass_action(self.game)]))
+        if action not in self.game.legal_actions(state):
+            raise GameError(f"illegal move: {self.game.illegal_reason(state, action)}")
+        if must_pass:
+            self._play_move(pass_action(self.game), implicit=True)
+        self._play_move(action)
+
+    # -- records -----------------------------------------------------------------------------------
+    def _sgf_info(self) -> dict:
+        names = [f"azero {self.engine.name}" if colour in self.engine_colours else "" for colour in (0, 1)]
+        info = {"black": names[0], "white": names[1]}
+        if self.resigned is not None:
+            info["result"] = ("W" if self.resigned == 0 else "B") + "+R"
+        return info
+
+    def _save(self) -> None:
+        """Write the game so far as SGF (with --sgf) if it has moves."""
+        if self.sgf_folder is None or not self.session.actions:
+            return
+        self.saved += 1
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        write_sgf(self.sgf_folder / f"gtp-{stamp}-{self.saved:03d}.sgf", self.game, self.session.actions,
+                  **self._sgf_info())
+
+    def finish(self) -> None:
+        """The session ends: save the game (once)."""
+        self._save()
+        self._new_game(self.game)
+
+
+def serve(engine: GTPEngine, source: TextIO, sink: TextIO) -> int:
+    """Answer GTP commands from `source` until quit or the end of input."""
+
+    def write(text: str) -> None:
+        sink.write(text)
+        sink.flush()
+
+    engine.write = write
+    for line in source:
+        if not engine.handle(line):
+            return 0
+    engine.finish()
+    return 0

@@ -1,0 +1,205 @@
+"""External GTP engines as players (spec `gtp:COMMAND`).
+
+External engines (`GTPPlayer`, spec `gtp:COMMAND`) are driven the same way:
+boardsize, clear_board, komi (Go), then play / genmove each move, one game at a
+time. Passes are sent as `play b pass` in Go; in Othello they are not sent at
+all (GRhino refuses `play b pass` and skips a side that must pass by itself),
+and a forced pass of the engine is played without asking it. `resign` ends the
+game as a loss for the engine (players.RESIGN). Every move of an
+external engine is checked against our rules: an illegal move, an unreadable
+answer, or a refusal of one of our legal moves stops the match with an error
+naming the engine, the move and the moves so far (a disagreement about the
+rules makes every later result meaningless, so it is not scored as a loss).
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import tempfile
+import weakref
+
+import torch
+
+from games import Game, GameError
+
+from ..errors import UserError
+from ..players import RESIGN, Player
+from .gtp import COLOUR_NAMES, check_game, format_vertex, parse_vertex, pass_action
+
+class GTPRefusal(UserError):
+    """An external engine answered '? message'."""
+
+
+class GTPClient:
+    """An external GTP engine as a process: `ask(command)` returns its answer or raises GTPRefusal."""
+
+    def __init__(self, argv: list[str], label: str):
+        self.label = label
+        self.errors = tempfile.TemporaryFile()  # the engine's stderr, quoted if it dies
+        try:
+            self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors,
+                                            text=True, bufsize=1)
+        except OSError as error:
+            raise UserError(f"{label}: cannot start {argv[0]}: {error.strerror}") from None
+        self._finalizer = weakref.finalize(self, _stop, self.process)
+
+    def ask(self, command: str) -> str:
+        try:
+            self.process.stdin.write(command + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self._died(command)
+        first = self.process.stdout.readline()
+        while first and not first.startswith(("=", "?")):  # some engines print other lines first
+            first = self.process.stdout.readline()
+        if not first:
+            self._died(command)
+        lines = [first[1:].lstrip("0123456789").strip()]
+        while True:
+            line = self.process.stdout.readline()
+            if not line or not line.strip():
+                break
+            lines.append(line.rstrip("\n"))
+        answer = "\n".join(lines).strip()
+        if first.startswith("?"):
+            raise GTPRefusal(f"{self.label} refused {command!r}: {answer}")
+        return answer
+
+    def _died(self, command: str):
+        code = self.process.poll()
+        self.errors.seek(0)
+        tail = self.errors.read().decode(errors="replace").strip().splitlines()[-3:]
+        raise UserError(f"{self.label} stopped (exit code {code}) while answering {command!r}"
+                        + (f": {' / '.join(tail)}" if tail else ""))
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            try:
+                self.ask("quit")
+            except UserError:
+                pass
+        self._finalizer()
+        self.errors.close()
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """End an engine process: it should have quit, or quit at the end of its input; else terminate, then kill."""
+    try:
+        process.stdin.close()
+    except OSError:
+        pass
+    for stop in (None, process.terminate, process.kill):
+        if stop is not None:
+            stop()
+        try:
+            process.wait(timeout=3)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+class GTPPlayer(Player):
+    """A player backed by an external GTP engine, one game at a time (see the module docstring)."""
+
+    one_game_at_a_time = True
+
+    def __init__(self, game: Game, argv: list[str], spec: str):
+        super().__init__(game)
+        check_game(game)
+        self.argv, self.spec = argv, spec
+        self.client: GTPClient | None = None
+        self.known = None  # the position the engine has seen; None until a game starts
+        self.actions: list[int] = []
+
+    def reset(self) -> None:
+        self.known = None
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+    def _start_game(self) -> None:
+        if self.client is None:
+            self.client = GTPClient(self.argv, self.spec)
+        self.client.ask(f"boardsize {self.game.board_shape[1]}")
+        self.client.ask("clear_board")
+        if self.game.name == "go":
+            self.client.ask(f"komi {float(self.game.config['komi']):g}")
+        self.known, self.actions = self.game.initial_state(1), []
+
+    def act(self, states, keys=None):
+        if states.batch_size != 1:
+            raise UserError(f"{self.spec} plays one game at a time, not {states.batch_size}")
+        device, states = states.device, states.to("cpu")
+        if self.known is None:
+            self._start_game()
+        self._catch_up(states)
+        action = self._engine_move(states)
+        if action != RESIGN:
+            self.known = self.game.step(states, torch.tensor([action]))
+            self.actions.append(action)
+        return torch.tensor([action], device=device)
+
+    def _moves_so_far(self) -> str:
+        return " ".join(format_vertex(self.game, a) for a in self.actions) or "none"
+
+    def _catch_up(self, state) -> None:
+        """Tell the engine the opponent's move that leads from what it knows to `state`."""
+        if state.equal(self.known):
+            return
+        legal = self.game.legal_actions(self.known)
+        children = self.game.step(self.known.repeat_interleave(len(legal)), torch.tensor(legal))
+        matches = [a for i, a in enumerate(legal) if children[i].equal(state)]
+        if not matches:
+            raise UserError(f"{self.spec}: the position is not one move on from the last one it saw "
+                            f"(moves so far: {self._moves_so_far()}); games must be played move by move")
+        action = matches[0]
+        colour = COLOUR_NAMES[int(self.known.to_play[0])]
+        vertex = format_vertex(self.game, action)
+        if not (self.game.name == "othello" and action == pass_action(self.game)):  # Othello passes by itself
+            try:
+                self.client.ask(f"play {colour} {vertex}")
+            except GTPRefusal as error:
+                raise UserError(f"{error}, but {vertex} is legal for {colour} here "
+                                f"(moves so far: {self._moves_so_far()})") from None
+        self.known = state
+        self.actions.append(action)
+
+    def _engine_move(self, state) -> int:
+        colour = int(state.to_play[0])
+        legal = self.game.legal_actions(state)
+        if self.game.name == "othello" and legal == [pass_action(self.game)]:
+            return legal[0]  # a forced pass is not asked for
+        answer = self.client.ask(f"genmove {COLOUR_NAMES[colour]}")
+        if answer.lower() == "resign":
+            return RESIGN
+        where = f"(moves so far: {self._moves_so_far()})"
+        try:
+            action = parse_vertex(self.game, answer)
+        except GameError as error:
+            raise UserError(f"{self.spec} answered genmove {COLOUR_NAMES[colour]} with {answer!r}: {error} "
+                            f"{where}") from None
+        if action not in legal:
+            reason = self.game.illegal_reason(state, action)
+            raise UserError(f"{self.spec} played {answer} as {COLOUR_NAMES[colour]}, which is illegal here: "
+                            f"{reason} {where}")
+        return action
+
+
+def make_gtp_player(command: str, game: Game) -> GTPPlayer:
+    """`gtp:COMMAND` -> a GTPPlayer; the command line is split like a shell would (no shell runs)."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as error:
+        raise UserError(f"gtp: cannot read the command {command!r}: {error}") from None
+    if len(argv) == 1 and any(c.isspace() for c in argv[0]):  # gtp:"prog --opt" quoted as one word
+        argv = shlex.split(argv[0])
+    if not argv:
+        raise UserError('gtp needs the engine\'s command line, e.g. gtp:"gnugo --mode gtp --level 1"')
+    program = shutil.which(argv[0]) or shutil.which(argv[0], path="/usr/games:/usr/local/games")
+    if program is None:
+        raise UserError(f"gtp: cannot find the program {argv[0]!r} (looked on PATH and in /usr/games)")
+    return GTPPlayer(game, [program, *argv[1:]], "gtp:" + shlex.join(argv))

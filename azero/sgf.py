@@ -1,0 +1,331 @@
+"""SGF (Smart Game Format, FF[4]) records of Go, Othello and gomoku games: write, read, replay.
+
+    text = to_sgf(game, actions, black="uct:1000", white="gtp:gnugo --mode gtp")
+    paths = write_match(folder, game, match_result)      # one file per game of a match
+    record = read_sgf(text); state = replay(game, record).state
+
+What a file holds (https://www.red-bean.com/sgf/): FF[4], GM (Go 1, Othello 2,
+gomoku 4), SZ (SZ[15] or SZ[width:height]), KM for Go, PB / PW (the players),
+RE (B+3.5, W+12, B+R for a resignation, B+ when a game has no score, 0 for a
+draw, ? while unfinished), DT and AP, then one node per move: B[..] / W[..] with
+points as two letters, column then row, 'a' the top-left (our action
+row * width + col becomes letters[col] + letters[row]). A Go pass is B[] (B[tt]
+is read too). Othello passes are forced, so they are not written: the side
+that moves twice in a row had the other pass, as Othello programs write it;
+the reader puts the passes back.
+
+Why our own few lines and not a library: sgfmill (the usual Python choice) has
+been unmaintained since 2018 and knows only Go; writing this subset of FF[4] is
+a page of code, and the reader only needs the main line of our own files and
+of other programs' plain game records (variations are skipped, setup stones
+are refused).
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+import games
+from games import Game, GameError, State
+
+from . import __version__
+from .errors import UserError
+
+GAME_TYPES = {"go": 1, "othello": 2, "gomoku": 4}
+LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+COLOURS = ("B", "W")
+
+
+def supports(game: Game) -> bool:
+    """Whether SGF has a game type for `game`."""
+    return game.name in GAME_TYPES
+
+
+def check_supported(game: Game) -> None:
+    if not supports(game):
+        raise UserError(f"SGF has no game type for {game.name}; it records {', '.join(GAME_TYPES)}")
+
+
+def _has_pass(game: Game) -> bool:
+    return game.num_actions == game.board_shape[0] * game.board_shape[1] + 1
+
+
+def point(game: Game, action: int) -> str:
+    """The SGF point of an action ('' for a pass)."""
+    height, width = game.board_shape
+    if action == height * width:
+        return ""
+    row, col = divmod(int(action), width)
+    return LETTERS[col] + LETTERS[row]
+
+
+def parse_point(game: Game, text: str) -> int:
+    """The action of an SGF point; '' (and 'tt' on boards up to 19x19) is a pass."""
+    height, width = game.board_shape
+    if text == "" or (text == "tt" and max(height, width) <= 19):
+        if not _has_pass(game):
+            raise GameError(f"{game.name} has no pass, but the record has one")
+        return height * width
+    if len(text) != 2 or text[0] not in LETTERS[:width] or text[1] not in LETTERS[:height]:
+        raise GameError(f"cannot read SGF point {text!r} on a {width}x{height} board")
+    return LETTERS.index(text[1]) * width + LETTERS.index(text[0])
+
+
+def _escape(text: str) -> str:
+    return str(text).replace("\\", "\\\\").replace("]", "\\]")
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def black_margin(game: Game, state: State) -> float:
+    """Black's lead in a one-game state: Go's area score (komi included), Othello's disc difference."""
+    if hasattr(game, "score"):
+        return float(torch.as_tensor(game.score(state)).reshape(-1)[0])
+    if game.name == "othello":
+        return float(state.board[0].sum())
+    raise GameError(f"{game.name} has no score")
+
+
+def score_text(margin: float) -> str:
+    """GTP / SGF score text from black's margin: 'B+3.5', 'W+2', '0'."""
+    if margin == 0:
+        return "0"
+    return ("B+" if margin > 0 else "W+") + _number(abs(margin))
+
+
+def result_text(game: Game, state: State, *, resigned: bool = False, result: float | None = None) -> str:
+    """The RE value of a one-game state: 'B+3.5', 'W+12', 'B+' (no score), '0', 'B+R', or '?'.
+
+    `resigned` with `result` (+1 / -1, the first player's view) records a resignation.
+    """
+    if resigned:
+        return ("B" if (result or 0) > 0 else "W") + "+R"
+    if not bool(state.done[0]):
+        return "?"
+    if hasattr(game, "score") or game.name == "othello":
+        return score_text(black_margin(game, state))
+    winner = float(game.result(state)[0]) if result is None else result
+    return "0" if winner == 0 else ("B+" if winner > 0 else "W+")
+
+
+def to_sgf(game: Game, actions: list[int], *, black: str = "", white: str = "", result: str | None = None,
+           date: datetime.date | None = None, comment: str = "") -> str:
+    """The SGF text of one game from the start position.
+
+    `result` is the RE value; by default it is worked out by replaying the moves
+    (see `result_text`). Raises GameError if a move is illegal.
+    """
+    check_supported(game)
+    state = game.initial_state(1)
+    height, width = game.board_shape
+    size = f"{width}" if width == height else f"{width}:{height}"
+    nodes = []
+    for action in actions:
+        action = int(action)
+        colour = COLOURS[int(state.to_play[0])]
+        state = game.step(state, torch.tensor([action]))
+        if game.name == "othello" and action == height * width:
+            continue  # a forced pass: the other side simply moves again
+        nodes.append(f";{colour}[{point(game, action)}]")
+    if result is None:
+        result = result_text(game, state)
+    root = [f"FF[4]GM[{GAME_TYPES[game.name]}]SZ[{size}]CA[UTF-8]AP[azero:{__version__}]"]
+    if game.name == "go":
+        root.append(f"KM[{_number(float(game.config.get('komi', 0)))}]")
+    root.append(f"DT[{(date or datetime.date.today()).isoformat()}]")
+    if black:
+        root.append(f"PB[{_escape(black)}]")
+    if white:
+        root.append(f"PW[{_escape(white)}]")
+    root.append(f"RE[{_escape(result)}]")
+    if comment:
+        root.append(f"GC[{_escape(comment)}]")
+    lines = ["(;" + "".join(root)]
+    for start in range(0, len(nodes), 10):  # ten moves a line
+        lines.append("".join(nodes[start:start + 10]))
+    return "\n".join(lines) + ")\n"
+
+
+def write_sgf(path: str | Path, game: Game, actions: list[int], **info) -> Path:
+    """Write one game (see `to_sgf` for `info`); the folder is created if needed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(to_sgf(game, actions, **info), encoding="utf-8")
+    return path
+
+
+def write_match(folder: str | Path, game: Game, match) -> list[Path]:
+    """One SGF file per game of a match played with `record_moves=True` (game-0001.sgf, ...)."""
+    if match.records is None:
+        raise ValueError("the match kept no moves: play it with record_moves=True")
+    paths = []
+    for number, record in enumerate(match.records, start=1):
+        state = play_actions(game, record.actions)
+        re = result_text(game, state, resigned=record.resigned, result=record.result)
+        paths.append(write_sgf(Path(folder) / f"game-{number:04d}.sgf", game, record.actions, black=record.first,
+                               white=record.second, result=re, comment=f"{match.a} vs {match.b}, game {number}"))
+    return paths
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+@dataclass
+class SGFRecord:
+    """The main line of an SGF game: root properties and moves (colour 0 black / 1 white, point text)."""
+
+    properties: dict[str, list[str]] = field(default_factory=dict)
+    moves: list[tuple[int, str]] = field(default_factory=list)
+
+
+def read_sgf(text: str) -> SGFRecord:
+    """Parse the first game of an SGF text, following the first variation at every branch."""
+    nodes: list[dict[str, list[str]]] = []
+    stack: list[list[bool]] = []  # per open tree: [on the main line, has had a sub-tree]
+    current: dict[str, list[str]] | None = None
+    i, n, started = 0, len(text), False
+    while i < n:
+        char = text[i]
+        if char == "(":
+            if stack:
+                parent = stack[-1]
+                stack.append([parent[0] and not parent[1], False])
+                parent[1] = True
+            elif started:
+                break  # a second game in the collection
+            else:
+                stack.append([True, False])
+                started = True
+            current = None
+            i += 1
+        elif char == ")":
+            if not stack:
+                raise GameError("SGF: ')' without '('")
+            stack.pop()
+            current = None
+            i += 1
+            if not stack:
+                break
+        elif char == ";":
+            if not stack:
+                raise GameError("SGF: a node outside a game tree")
+            current = {} if stack[-1][0] else None
+            if current is not None:
+                nodes.append(current)
+            i += 1
+        elif char.isalpha():
+            start = i
+            while i < n and text[i].isalpha():
+                i += 1
+            name = "".join(c for c in text[start:i] if c.isupper())
+            values = []
+            while True:
+                while i < n and text[i].isspace():
+                    i += 1
+                if i >= n or text[i] != "[":
+                    break
+                value, i = _read_value(text, i + 1)
+                values.append(value)
+            if not values:
+                raise GameError(f"SGF: property {name} has no value")
+            if current is not None:
+                current.setdefault(name, []).extend(values)
+        elif char.isspace():
+            i += 1
+        else:
+            raise GameError(f"SGF: unexpected {char!r} at character {i}")
+    if not nodes:
+        raise GameError("SGF: no game found")
+    record = SGFRecord(properties=nodes[0])
+    for node in nodes:
+        if "AB" in node or "AW" in node or "AE" in node:
+            raise GameError("SGF: setup stones (AB, AW, AE) are not supported, only games from the start")
+        for colour, name in enumerate(COLOURS):
+            for value in node.get(name, []):
+                record.moves.append((colour, value.strip()))
+    return record
+
+
+def _read_value(text: str, i: int) -> tuple[str, int]:
+    """The value starting at `i` (after '['), unescaped, and the index after its ']'."""
+    out = []
+    while i < len(text):
+        char = text[i]
+        if char == "\\" and i + 1 < len(text):
+            if text[i + 1] != "\n":  # an escaped newline is a soft line break
+                out.append(text[i + 1])
+            i += 2
+        elif char == "]":
+            return "".join(out), i + 1
+        else:
+            out.append(char)
+            i += 1
+    raise GameError("SGF: a value without its closing ']'")
+
+
+def game_from_sgf(record: SGFRecord) -> Game:
+    """The game of a record from GM, SZ and KM (gomoku: five in a row)."""
+    props = record.properties
+    number = int(props.get("GM", ["1"])[0])
+    names = {value: key for key, value in GAME_TYPES.items()}
+    if number not in names:
+        raise GameError(f"SGF game type GM[{number}] is not one azero plays ({', '.join(GAME_TYPES)})")
+    name = names[number]
+    options: dict = {}
+    size = props.get("SZ", ["19" if name == "go" else "8" if name == "othello" else "15"])[0]
+    width, _, height = size.partition(":")
+    if height and height != width:
+        options.update(width=int(width), height=int(height))
+    else:
+        options["size"] = int(width)
+    if name == "go" and "KM" in props:
+        options["komi"] = float(props["KM"][0])
+    return games.make(name, **options)
+
+
+@dataclass
+class Replay:
+    """The moves of a record as actions (passes put back) and the position they reach."""
+
+    actions: list[int]
+    state: State
+
+
+def play_actions(game: Game, actions: list[int]) -> State:
+    """The one-game state after `actions` from the start."""
+    state = game.initial_state(1)
+    for action in actions:
+        state = game.step(state, torch.tensor([int(action)]))
+    return state
+
+
+def replay(game: Game, record: SGFRecord) -> Replay:
+    """Play a record's moves from the start; GameError names the first bad move.
+
+    A move by the side not to move is taken as a pass of the other side first,
+    allowed only where that pass is legal (Othello's forced passes).
+    """
+    state = game.initial_state(1)
+    played: list[int] = []
+    height, width = game.board_shape
+    pass_action = height * width if _has_pass(game) else None
+    for number, (colour, move) in enumerate(record.moves, start=1):
+        action = parse_point(game, move)
+        if colour != int(state.to_play[0]):
+            if pass_action is None or pass_action not in game.legal_actions(state):
+                raise GameError(f"SGF move {number}: {COLOURS[colour]} moves twice in a row but the other side "
+                                "cannot pass")
+            state = game.step(state, torch.tensor([pass_action]))
+            played.append(pass_action)
+        try:
+            state = game.step(state, torch.tensor([action]))
+        except GameError as error:
+            raise GameError(f"SGF move {number} ({COLOURS[colour]}[{move}]): {error}") from None
+        played.append(action)
+    return Replay(played, state)
