@@ -1,0 +1,130 @@
+"""scripts/train.py as a user runs it: a tiny run, its folder, resume, kill and resume, bad options."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+TINY = [
+    "--game", "tictactoe", "--no-progress",
+    "--set", "selfplay.games=16", "--set", "selfplay.positions_per_iteration=150",
+    "--set", "search.simulations=8", "--set", "train.min_replay=64", "--set", "train.batch_size=32",
+    "--set", "evaluation.every=0", "--set", "evaluation.games=4", "--set", "evaluation.ladder=[10]",
+    "--set", "evaluation.simulations=4", "--set", "run.keep_every=2",
+]
+
+
+def train(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "scripts" / "train.py"), *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def metrics(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def latest(run_dir: Path) -> dict:
+    return torch.load(run_dir / "latest.pt", weights_only=True)
+
+
+def test_a_tiny_run_writes_its_folder_and_resumes_where_it_stopped(tmp_path):
+    run_dir = tmp_path / "run"
+    out = train(*TINY, "--iterations", "2", "--run-dir", str(run_dir))
+    assert out.returncode == 0, out.stderr
+    assert "new run in" in out.stdout and "iteration 2" in out.stdout
+    for name in ("config.toml", "provenance.json", "latest.pt", "metrics.jsonl"):
+        assert (run_dir / name).exists(), name
+    assert (run_dir / "checkpoints" / "iter-000002.pt").exists()
+    assert list((run_dir / "tb").glob("events.out.tfevents.*"))
+    assert len(list((run_dir / "replay").glob("iter-*.pt"))) == 2
+    provenance = json.loads((run_dir / "provenance.json").read_text())
+    assert provenance["git_commit"] and provenance["command"]
+    records = metrics(run_dir)
+    assert [r["iteration"] for r in records] == [1, 2]
+    assert "eval/elo" in records[-1], "the last iteration of a run is evaluated"
+    assert {"losses/policy", "losses/value", "losses/total", "losses/policy_entropy", "charts/learning_rate",
+            "charts/buffer_size", "charts/selfplay_positions_per_s", "selfplay/game_length",
+            "selfplay/first_player_win_rate", "selfplay/draw_rate"} <= set(records[-1])
+    first = latest(run_dir)
+    assert first["iteration"] == 2 and first["game"] == "tictactoe"
+
+    out = train("--iterations", "3", "--run-dir", str(run_dir), "--no-progress")
+    assert out.returncode == 0, out.stderr
+    assert f"resuming {run_dir} at iteration 2" in out.stdout
+    buffer_before = records[-1]["charts/buffer_size"]
+    assert f"buffer {buffer_before}" in out.stdout, "the replay buffer comes back"
+    records = metrics(run_dir)
+    assert [r["iteration"] for r in records] == [1, 2, 3]
+    assert records[-1]["charts/gradient_steps"] > records[1]["charts/gradient_steps"]
+    assert latest(run_dir)["trainer"]["steps"] == records[-1]["charts/gradient_steps"]
+    assert latest(run_dir)["positions"] > first["positions"]
+
+
+def test_resumed_run_matches_an_uninterrupted_one_exactly(tmp_path):
+    straight, stopped = tmp_path / "straight", tmp_path / "stopped"
+    assert train(*TINY, "--iterations", "3", "--run-dir", str(straight)).returncode == 0
+    assert train(*TINY, "--iterations", "2", "--run-dir", str(stopped)).returncode == 0
+    assert train("--iterations", "3", "--run-dir", str(stopped), "--no-progress").returncode == 0
+    a, b = latest(straight), latest(stopped)
+    for key in a["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key
+    losses = [(r["iteration"], r["losses/total"]) for r in metrics(straight)]
+    assert losses == [(r["iteration"], r["losses/total"]) for r in metrics(stopped)]
+
+
+def test_killed_mid_iteration_loses_at_most_that_iteration(tmp_path):
+    run_dir = tmp_path / "run"
+    args = [*TINY, "--set", "selfplay.positions_per_iteration=600", "--iterations", "50", "--run-dir", str(run_dir)]
+    process = subprocess.Popen([sys.executable, str(REPO / "scripts" / "train.py"), *args],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while time.time() < deadline and not (run_dir / "latest.pt").exists():
+        time.sleep(0.2)
+    time.sleep(1.0)  # somewhere inside the next iteration
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    done = latest(run_dir)["iteration"]
+    assert done >= 1
+    out = train("--iterations", str(done + 1), "--run-dir", str(run_dir), "--no-progress")
+    assert out.returncode == 0, out.stderr
+    assert f"at iteration {done}" in out.stdout
+    records = metrics(run_dir)
+    assert [r["iteration"] for r in records] == list(range(1, done + 2))
+    chunks = sorted(p.name for p in (run_dir / "replay").glob("iter-*.pt"))
+    assert len(chunks) == done + 1 and all(not p.name.startswith(".") for p in run_dir.iterdir())
+
+
+def test_ctrl_c_stops_cleanly_and_says_how_to_continue(tmp_path):
+    run_dir = tmp_path / "run"
+    process = subprocess.Popen([sys.executable, str(REPO / "scripts" / "train.py"), *TINY, "--run-dir", str(run_dir)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while time.time() < deadline and not (run_dir / "latest.pt").exists():
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert "Continue with: python scripts/train.py --run-dir" in stdout and "Traceback" not in stderr
+
+
+def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
+    for args, message in (
+        (["--game", "tictactoe", "--set", "search.sims=4"], "unknown key search.sims"),
+        (["--game", "tictactoe", "--set", "train.optimizer=adam"], "choose one of: adamw, sgd"),
+        (["--game", "chess"], "no preset for game 'chess'"),
+        (["--config", str(tmp_path / "missing.toml")], "config file not found"),
+    ):
+        run_dir = tmp_path / "never"
+        out = train(*args, "--iterations", "1", "--run-dir", str(run_dir))
+        assert out.returncode == 2, out.stdout
+        assert message in out.stderr and "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+        assert not run_dir.exists()
+    out = train("--iterations", "1")
+    assert out.returncode == 2 and "--game" in out.stderr
