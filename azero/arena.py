@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 from tqdm import tqdm
 
-from games import Game, NO_ACTION
+from games import NO_ACTION, Game, sample_uniform_legal
 from games.random import fold, make_keys
 
 from .elo import match_elo
@@ -103,9 +103,14 @@ def play_match(
     progress: bool = True,
     description: str | None = None,
     record_moves: bool = False,
+    opening_plies: int = 0,
 ) -> MatchResult:
     """Play `num_games` games of A against B, `batch` at a time (all at once by default;
-    one at a time if a player plays one game at a time). `record_moves` keeps the moves."""
+    one at a time if a player plays one game at a time). `record_moves` keeps the moves.
+
+    `opening_plies` random moves start every game (each game its own), so that two
+    deterministic players do not just repeat two games.
+    """
     if num_games < 1:
         raise ValueError("a match needs at least one game")
     batch = batch or num_games
@@ -118,7 +123,7 @@ def play_match(
                disable=not progress, leave=False)
     for first in range(0, num_games, batch):
         ids = torch.arange(first, min(first + batch, num_games), device=device)
-        results, plies, moves, resigned = _play_batch(game, player_a, player_b, ids, seed, device, bar)
+        results, plies, moves, resigned = _play_batch(game, player_a, player_b, ids, seed, device, bar, opening_plies)
         if records is not None:
             for i, game_id in enumerate(ids.tolist()):
                 starter, other = (player_a, player_b) if game_id % 2 == 0 else (player_b, player_a)
@@ -137,7 +142,7 @@ def play_match(
                        seconds=time.perf_counter() - start, records=records, **totals)
 
 
-def _play_batch(game, player_a, player_b, ids, seed, device, bar):
+def _play_batch(game, player_a, player_b, ids, seed, device, bar, opening_plies=0):
     """Play games `ids` to the end.
 
     Returns (results float [n] from the first player's view, plies played, the moves of
@@ -157,10 +162,13 @@ def _play_batch(game, player_a, player_b, ids, seed, device, bar):
     resign_result = torch.zeros(n, device=device)
     while not bool(state.done.all()):
         action = torch.full((n,), NO_ACTION, dtype=torch.long, device=device)
-        for tag, (player, seat) in enumerate(((player_a, seat_a), (player_b, 1 - seat_a))):
-            rows = (~state.done & (state.to_play == seat)).nonzero().squeeze(1)
-            if rows.numel():
-                action[rows] = player.act(state[rows], keys=fold(fold(keys[rows], tag + 1), ply))
+        if ply < opening_plies:
+            action = sample_uniform_legal(game.legal_mask(state), fold(keys, 1000 + ply))
+        else:
+            for tag, (player, seat) in enumerate(((player_a, seat_a), (player_b, 1 - seat_a))):
+                rows = (~state.done & (state.to_play == seat)).nonzero().squeeze(1)
+                if rows.numel():
+                    action[rows] = player.act(state[rows], keys=fold(fold(keys[rows], tag + 1), ply))
         gave_up = action == RESIGN
         if bool(gave_up.any()):
             state = _resign(state, gave_up)

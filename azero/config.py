@@ -86,6 +86,8 @@ class EvaluationConfig:
     simulations: int = _f(64, "PUCT simulations per move of the network in evaluation games", low=1)
     ladder: list = _f([100, 300, 1000, 3000, 10000], "random-rollout UCT opponents (iterations a move)")
     opponents: int = _f(1, "ladder opponents per evaluation, chosen around the current strength", low=1)
+    previous_games: int = _f(20, "games against the previously evaluated network (connect the ladder's Elo)", low=0)
+    opening_plies: int = _f(2, "random opening moves in the games against the previous network", low=0)
 
 
 @dataclass

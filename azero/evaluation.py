@@ -1,12 +1,16 @@
-"""Evaluation during training: the network against a ladder of random-rollout UCT players.
+"""Evaluation during training: the network against a ladder of random-rollout UCT players
+and against the network evaluated before it.
 
 Each evaluation plays the current network (PUCT at a fixed small simulation
 count, no noise) against `opponents` rungs of the ladder around its current
 strength (the window moves up when it scores over 75% against the top rung,
-down when under 25% against the bottom one). All results so far feed one
+down when under 25% against the bottom one), and `previous_games` games against
+the previously evaluated network, from random openings (two deterministic
+players would otherwise repeat two games). All results so far feed one
 Bradley-Terry fit in which every evaluated network and every UCT rung is a
-player, anchored at the weakest rung = 0 Elo; the networks connect the rungs,
-so no separate calibration games are needed.
+player, anchored at the weakest rung = 0 Elo. The games between successive
+networks chain the rungs together, so no separate calibration of the ladder is
+needed even when each network meets a single rung.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ class LadderEvaluator:
         self.rungs = sorted(config.ladder)
         self.level = 0
         self.records: list[tuple[str, str, float, int]] = []
+        self.previous: tuple[str, dict] | None = None  # (name, network weights) of the last network evaluated
 
     @property
     def anchor(self) -> str:
@@ -49,6 +54,16 @@ class LadderEvaluator:
             metrics[f"eval/score_vs_uct{rung}"] = result.a_score
             metrics[f"eval/win_rate_vs_uct{rung}"] = result.a_wins / result.games
             scores.append(result.a_score)
+        if self.previous is not None and config.previous_games:
+            earlier = PolicyValueNet(net.config, self.game).to(self.device).eval()
+            earlier.load_state_dict(self.previous[1])
+            opponent = AZPlayer(self.game, earlier, config.simulations, device=self.device, name=self.previous[0])
+            result = play_match(self.game, player, opponent, config.previous_games,
+                                seed=self.seed * 1000 + iteration + 500, progress=progress,
+                                description=f"eval vs {self.previous[0]}", opening_plies=config.opening_plies)
+            self.records.append((name, self.previous[0], result.a_wins + 0.5 * result.draws, result.games))
+            metrics["eval/score_vs_previous"] = result.a_score
+        self.previous = (name, {k: v.detach().cpu().clone() for k, v in net.state_dict().items()})
         if scores[-1] > 0.75 and start + count < len(self.rungs):
             self.level = start + 1
         elif scores[0] < 0.25 and start > 0:
@@ -62,8 +77,13 @@ class LadderEvaluator:
         return metrics
 
     def state_dict(self) -> dict:
-        return {"level": self.level, "records": [list(r) for r in self.records]}
+        data = {"level": self.level, "records": [list(r) for r in self.records]}
+        if self.previous is not None:
+            data["previous_name"], data["previous_model"] = self.previous
+        return data
 
     def load_state_dict(self, data: dict) -> None:
         self.level = int(data["level"])
         self.records = [(str(a), str(b), float(s), int(n)) for a, b, s, n in data["records"]]
+        if "previous_name" in data:
+            self.previous = (str(data["previous_name"]), data["previous_model"])

@@ -154,9 +154,10 @@ def to_sgf(game: Game, actions: list[int], *, black: str = "", white: str = "", 
 
 def write_sgf(path: str | Path, game: Game, actions: list[int], **info) -> Path:
     """Write one game (see `to_sgf` for `info`); the folder is created if needed."""
+    from .checkpoint import atomic_write_text
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(to_sgf(game, actions, **info), encoding="utf-8")
+    atomic_write_text(path, to_sgf(game, actions, **info))
     return path
 
 

@@ -18,6 +18,18 @@ def position(game, text: str, to_play: int | None = None):
     return game.from_board(board(text), to_play)
 
 
+def play(game, state, *moves: str):
+    """The state after playing the moves (text) in a one-game state."""
+    for move in moves:
+        state = game.step(state, torch.tensor([game.parse_action(move)]))
+    return state
+
+
+def legal_texts(game, state) -> set[str]:
+    """The legal moves of a one-game state, as text."""
+    return {game.format_action(a) for a in game.legal_actions(state)}
+
+
 def count_games(game, max_depth: int | None = None):
     """(leaf counts per depth, total finished games) by batched breadth-first expansion."""
     frontier = game.initial_state(1)

@@ -7,23 +7,13 @@ from __future__ import annotations
 
 import pytest
 import torch
-from boards import board, position
+from boards import board, legal_texts, play, position
 
 import games
 from games import GameError, IllegalActionError
 from games.random import make_keys
 
 BLACK, WHITE = 0, 1
-
-
-def play(game, state, *moves: str):
-    for move in moves:
-        state = game.step(state, torch.tensor([game.parse_action(move)]))
-    return state
-
-
-def legal_texts(game, state) -> set[str]:
-    return {game.format_action(a) for a in game.legal_actions(state)}
 
 
 @pytest.fixture

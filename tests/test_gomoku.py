@@ -9,14 +9,8 @@ import games
 from games import GameError
 from games.base import Game
 from games.random import make_keys
-from boards import count_games, position
+from boards import count_games, play, position
 from azero.solver import Solver
-
-
-def play(game, state, *moves):
-    for m in moves:
-        state = game.step(state, torch.tensor([game.parse_action(m)]))
-    return state
 
 
 G7 = games.make("gomoku", size=7, k=5)

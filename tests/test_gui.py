@@ -68,6 +68,9 @@ def test_play_a_move_see_the_reply_and_the_analysis_and_an_illegal_click_refused
     assert stones(page) == 2 and len(gui.session.actions) == 2
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "gui.png"), full_page=True)
+    # the game so far as SGF, from the page's link
+    sgf = page.evaluate("fetch('/api/sgf').then(r => r.text())")
+    assert sgf.startswith("(;FF[4]GM[4]SZ[7]") and ";B[dd]" in sgf
     # undo takes back our move and the reply
     page.locator("#undo").click()
     page.wait_for_function("document.querySelectorAll('#board .stone').length === 0")

@@ -292,7 +292,7 @@ def test_every_preset_loads_and_builds_its_game():
     from azero.config import CONFIG_DIR
 
     presets = sorted(CONFIG_DIR.glob("*.toml"))
-    assert {p.stem for p in presets} >= {"gomoku", "gomoku15", "tictactoe", "connect4", "othello", "nim"}
+    assert {p.stem for p in presets} >= {"gomoku", "gomoku15", "tictactoe", "connect4", "othello", "nim", "go"}
     for preset in presets:
         config = load_config(path=preset)
         game = games.make_from_spec(config.game.spec)

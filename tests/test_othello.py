@@ -11,6 +11,7 @@ import torch
 import games
 from games import GameError, IllegalActionError
 from games.base import parse_ascii_board
+from boards import legal_texts, play
 
 SYMBOLS = {"X": 1, "O": -1, ".": 0}
 BLACK, WHITE = 0, 1
@@ -18,16 +19,6 @@ BLACK, WHITE = 0, 1
 
 def board(text: str) -> torch.Tensor:
     return parse_ascii_board(text, SYMBOLS)
-
-
-def play(game, state, *moves: str):
-    for move in moves:
-        state = game.step(state, torch.tensor([game.parse_action(move)]))
-    return state
-
-
-def legal_texts(game, state) -> set[str]:
-    return {game.format_action(a) for a in game.legal_actions(state)}
 
 
 @pytest.fixture

@@ -142,9 +142,15 @@ class Gui:
                 "message": self.message,
                 "simulations": self.engine.simulations,
                 "can_change_game": self.checkpoint is None,
+                "sgf": self._sgf_supported(),
                 "games": ["gomoku:size=9,k=5", "gomoku:size=15,k=5", "tictactoe", "connect4", "othello:size=8",
                           "othello:size=6"],
             }
+
+    def _sgf_supported(self) -> bool:
+        from ..sgf import supports
+
+        return supports(self.game)
 
     def _cell_actions(self, state) -> list[int]:
         """The action a click on each cell means (-1: none)."""
@@ -160,6 +166,17 @@ class Gui:
             heights = state.heights[0].tolist()
             return [(h - 1 - heights[c]) * w + c if heights[c] < h else -1 for c in range(w)]
         return [a if a < h * w else -1 for a in range(self.game.num_actions)]
+
+    def sgf(self) -> str:
+        """The game so far as SGF (go, othello, gomoku)."""
+        from ..sgf import supports, to_sgf
+
+        with self.lock:
+            if not supports(self.game):
+                raise GameError(f"SGF has no game type for {self.game.name}")
+            names = {self.human: "you", 1 - self.human: self.engine.name}
+            return to_sgf(self.game, list(self.session.actions), black=names[0], white=names[1],
+                          result=None if self.session.over else "?")
 
     def move(self, action: int) -> None:
         with self.lock:
@@ -240,6 +257,18 @@ def make_handler(gui: Gui):
             path = self.path.split("?")[0]
             if path == "/api/state":
                 return self._json(200, gui.snapshot())
+            if path == "/api/sgf":
+                try:
+                    body = gui.sgf().encode()
+                except GameError as error:
+                    return self._json(400, {"error": str(error)})
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-go-sgf")
+                self.send_header("Content-Disposition", 'attachment; filename="azero-game.sgf"')
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return None
             if path in STATIC:
                 name, kind = STATIC[path]
                 body = resources.files("azero.web").joinpath("static", name).read_bytes()

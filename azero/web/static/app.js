@@ -116,6 +116,7 @@ function draw() {
   for (const m of state.moves) { const li = document.createElement("li"); li.textContent = m; moves.appendChild(li); }
   if (state.message && !$("message").textContent) $("message").textContent = "";
   $("game-choice").hidden = !state.can_change_game;
+  $("sgf").hidden = !state.sgf;
   const select = $("game");
   if (select.options.length === 0) {
     const options = state.games.includes(state.game) ? state.games : [state.game].concat(state.games);
