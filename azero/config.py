@@ -84,7 +84,9 @@ class EvaluationConfig:
     every: int = _f(4, "evaluate every this many iterations (0 = only at the end)", low=0)
     games: int = _f(40, "games against each opponent per evaluation", low=2)
     simulations: int = _f(64, "PUCT simulations per move of the network in evaluation games", low=1)
-    ladder: list = _f([100, 300, 1000, 3000, 10000], "random-rollout UCT opponents (iterations a move)")
+    ladder: list = _f([100, 300, 1000, 3000, 10000],
+                      "opponents, weakest first: UCT iterations (100 = uct:100) or player specs ('random', "
+                      "'flatmc:100', 'gtp:...'); the first is Elo 0")
     opponents: int = _f(1, "ladder opponents per evaluation, chosen around the current strength", low=1)
     previous_games: int = _f(20, "games against the previously evaluated network (connect the ladder's Elo)", low=0)
     opening_plies: int = _f(2, "random opening moves in the games against the previous network", low=0)
@@ -159,18 +161,22 @@ def _convert(section: str, f: dataclasses.Field, kind, value, *, from_text: bool
             if isinstance(value, bool):
                 raise ValueError
             value = float(value)
-        elif kind is list:
+        elif kind is list:  # a ladder: UCT iterations (int) or player specs (str)
             if from_text:
-                value = [int(v) for v in str(value).strip("[]").split(",") if v.strip()]
+                text = str(value).strip().strip("[]")
+                items = [v.strip().strip("\"'") for v in text.split(";" if ";" in text else ",") if v.strip()]
+                value = [int(v) if v.isdigit() else v for v in items]
             elif not isinstance(value, list):
                 raise ValueError
-            value = [int(v) for v in value]
+            if not value or any(isinstance(v, bool) or not isinstance(v, (int, str)) for v in value):
+                raise ValueError
         elif kind is str:
             if not from_text and not isinstance(value, str):
                 raise ValueError
             value = str(value)
     except (TypeError, ValueError):
-        kind_name = "list of integers, e.g. [100, 300]" if kind is list else kind.__name__
+        kind_name = "non-empty list of UCT iterations or player specs, e.g. [100, 300] or random;uct:100" \
+            if kind is list else kind.__name__
         raise ConfigError(f"{name}: {value!r} is not a valid {kind_name}") from None
     choices, low = meta.get("choices"), meta.get("low")
     if choices and value not in choices:

@@ -1,5 +1,5 @@
-"""Evaluation during training: the network against a ladder of random-rollout UCT players
-and against the network evaluated before it.
+"""Evaluation during training: the network against a ladder of opponents (random-rollout UCT
+players by default, any player specs) and against the network evaluated before it.
 
 Each evaluation plays the current network (PUCT at a fixed small simulation
 count, no noise) against `opponents` rungs of the ladder around its current
@@ -7,13 +7,15 @@ strength (the window moves up when it scores over 75% against the top rung,
 down when under 25% against the bottom one), and `previous_games` games against
 the previously evaluated network, from random openings (two deterministic
 players would otherwise repeat two games). All results so far feed one
-Bradley-Terry fit in which every evaluated network and every UCT rung is a
-player, anchored at the weakest rung = 0 Elo. The games between successive
+Bradley-Terry fit in which every evaluated network and every rung is a
+player, anchored at the first (weakest) rung = 0 Elo. The games between successive
 networks chain the rungs together, so no separate calibration of the ladder is
 needed even when each network meets a single rung.
 """
 
 from __future__ import annotations
+
+import re
 
 from games import Game
 
@@ -22,20 +24,20 @@ from .arena import play_match
 from .config import EvaluationConfig
 from .elo import ladder
 from .network import PolicyValueNet
-from .players import UCTPlayer
+from .players import make as make_player
 
 
 class LadderEvaluator:
     def __init__(self, game: Game, config: EvaluationConfig, seed: int = 0, device="cpu"):
         self.game, self.config, self.seed, self.device = game, config, seed, device
-        self.rungs = sorted(config.ladder)
+        self.rungs = [f"uct:{rung}" if isinstance(rung, int) else rung for rung in config.ladder]
         self.level = 0
         self.records: list[tuple[str, str, float, int]] = []
         self.previous: tuple[str, dict] | None = None  # (name, network weights) of the last network evaluated
 
     @property
     def anchor(self) -> str:
-        return f"uct:{self.rungs[0]}"
+        return self.rungs[0]
 
     def evaluate(self, net: PolicyValueNet, iteration: int, *, progress: bool = True) -> dict[str, float]:
         config = self.config
@@ -47,12 +49,16 @@ class LadderEvaluator:
         metrics: dict[str, float] = {}
         scores = []
         for rung in chosen:
-            opponent = UCTPlayer(self.game, rung)
-            result = play_match(self.game, player, opponent, config.games, seed=self.seed * 1000 + iteration,
-                                progress=progress, description=f"eval vs uct:{rung}")
-            self.records.append((name, f"uct:{rung}", result.a_wins + 0.5 * result.draws, result.games))
-            metrics[f"eval/score_vs_uct{rung}"] = result.a_score
-            metrics[f"eval/win_rate_vs_uct{rung}"] = result.a_wins / result.games
+            opponent = make_player(rung, self.game, device=self.device, seed=self.seed)
+            try:
+                result = play_match(self.game, player, opponent, config.games, seed=self.seed * 1000 + iteration,
+                                    progress=progress, description=f"eval vs {rung}")
+            finally:
+                opponent.close()
+            self.records.append((name, rung, result.a_wins + 0.5 * result.draws, result.games))
+            tag = re.sub(r"[^A-Za-z0-9]+", "", rung.split(" ")[0])
+            metrics[f"eval/score_vs_{tag}"] = result.a_score
+            metrics[f"eval/win_rate_vs_{tag}"] = result.a_wins / result.games
             scores.append(result.a_score)
         if self.previous is not None and config.previous_games:
             earlier = PolicyValueNet(net.config, self.game).to(self.device).eval()

@@ -58,7 +58,7 @@ def elo_svg(points: list[tuple[float, float, float, float]], title: str, width: 
         parts.append(f'<text x="{sx(x):.1f}" y="{height - bottom + 16}" text-anchor="middle">{x:.0f}</text>')
     parts.append(f'<text x="{width / 2}" y="{height - 8}" text-anchor="middle">training minutes</text>')
     parts.append(f'<text x="16" y="{height / 2}" text-anchor="middle" transform="rotate(-90 16 {height / 2})">'
-                 'Elo (weakest UCT rung = 0)</text>')
+                 'Elo (first ladder rung = 0)</text>')
     band = [f"{sx(p[0]):.1f},{sy(p[3]):.1f}" for p in points] + [f"{sx(p[0]):.1f},{sy(p[2]):.1f}"
                                                                  for p in reversed(points)]
     parts.append(f'<polygon points="{" ".join(band)}" fill="#3498db" fill-opacity="0.2"/>')
