@@ -378,7 +378,6 @@ def test_go_vertices_and_passes_over_gtp():
 
 
 @go_only
-@pytest.mark.slow
 def test_our_engine_against_gnugo_through_the_match_runner(tmp_path):
     need(GNUGO)
     ours = f"gtp:{our_engine('--game', 'go:size=7,komi=7.5', '--player', 'uct:20')}"
@@ -429,3 +428,60 @@ def test_tromp_taylor_score_agrees_with_gnugo(moves):
     gnugo.quit()
     expected = "0" if ours == 0 else f"{'B' if ours > 0 else 'W'}+{abs(ours):.1f}"
     assert theirs == expected
+
+
+def _random_finished_game(game, generator: torch.Generator) -> list[str]:
+    """Moves (GTP text) of a random 7x7 game played out to the end: each side plays a uniformly
+    random legal move that does not fill one of its own eyes, and passes when it has none, so
+    the final position holds only living groups and points surrounded by one colour."""
+    size = game.size
+    state, moves, passes = game.initial_state(1), [], 0
+    while passes < 2 and not bool(state.done[0]):
+        colour = 1 if int(state.to_play[0]) == 0 else -1
+        board = state.board[0]
+        legal = game.legal_mask(state)[0, :-1].nonzero().flatten().tolist()
+        candidates = [a for a in legal if not _is_eye(board, divmod(a, size), colour)]
+        if candidates:
+            action = candidates[int(torch.randint(len(candidates), (1,), generator=generator))]
+            passes = 0
+        else:
+            action, passes = game.pass_action, passes + 1
+        moves.append(game.format_action(action))
+        state = game.step(state, torch.tensor([action]))
+    return moves
+
+
+def _is_eye(board: torch.Tensor, point: tuple[int, int], colour: int) -> bool:
+    """A real eye of `colour`: every neighbour is its stone, and of the diagonal points at most one
+    is the opponent's in the middle of the board, none on the edge."""
+    size = board.shape[0]
+    row, col = point
+    for dr, dc in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+        r, c = row + dr, col + dc
+        if 0 <= r < size and 0 <= c < size and int(board[r, c]) != colour:
+            return False
+    diagonals = [(row + dr, col + dc) for dr in (1, -1) for dc in (1, -1)]
+    on_board = [(r, c) for r, c in diagonals if 0 <= r < size and 0 <= c < size]
+    hostile = sum(int(board[r, c]) == -colour for r, c in on_board)
+    return hostile == 0 if len(on_board) < 4 else hostile <= 1
+
+
+@go_only
+def test_tromp_taylor_score_of_random_finished_games_agrees_with_gnugo():
+    need(GNUGO)
+    game = games.make("go", size=7, komi=7.5)
+    generator = torch.Generator().manual_seed(2026)
+    gnugo = GTP(GNUGO_COMMAND.split())
+    for _ in range(20):
+        moves = _random_finished_game(game, generator)
+        gnugo.ok("boardsize 7")
+        gnugo.ok("clear_board")
+        gnugo.ok("komi 7.5")
+        state = game.initial_state(1)
+        for number, move in enumerate(moves):
+            gnugo.ok(f"play {'bw'[number % 2]} {move}")
+            state = game.step(state, torch.tensor([game.parse_action(move)]))
+        ours = float(game.score(state)[0])
+        expected = "0" if ours == 0 else f"{'B' if ours > 0 else 'W'}+{abs(ours):.1f}"
+        assert gnugo.ok("final_score") == expected, game.render(state)
+    gnugo.quit()
