@@ -24,6 +24,7 @@ from azero.errors import UserError
 from azero.network import NetworkConfig, PolicyValueNet
 from azero.players import make
 from azero.protocols.gtp import Clock
+from azero.protocols.gtp_client import GTPClient
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "scripts"
@@ -485,3 +486,17 @@ def test_tromp_taylor_score_of_random_finished_games_agrees_with_gnugo():
         expected = "0" if ours == 0 else f"{'B' if ours > 0 else 'W'}+{abs(ours):.1f}"
         assert gnugo.ok("final_score") == expected, game.render(state)
     gnugo.quit()
+
+
+def test_an_external_engine_that_stops_answering_is_stopped_with_a_clear_error():
+    silent_on_genmove = ("import sys, time\n"
+                         "for line in sys.stdin:\n"
+                         "    time.sleep(60) if 'genmove' in line else print('= ok\\n', flush=True)")
+    client = GTPClient([sys.executable, "-c", silent_on_genmove], "gtp:sleepy", timeout=1)
+    assert client.ask("name") == "ok"
+    started = time.monotonic()
+    with pytest.raises(UserError, match=r"gtp:sleepy did not answer 'genmove b' within 1 s"):
+        client.ask("genmove b")
+    assert time.monotonic() - started < 30
+    assert client.process.poll() is not None  # stopped, not left running
+    client.close()

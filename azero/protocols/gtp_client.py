@@ -10,14 +10,17 @@ external engine is checked against our rules: an illegal move, an unreadable
 answer, or a refusal of one of our legal moves stops the match with an error
 naming the engine, the move and the moves so far (a disagreement about the
 rules makes every later result meaningless, so it is not scored as a loss).
+An engine that does not answer within ANSWER_TIMEOUT seconds is stopped the same way.
 """
 
 from __future__ import annotations
 
+import queue
 import shlex
 import shutil
 import subprocess
 import tempfile
+import threading
 import weakref
 
 import torch
@@ -28,6 +31,9 @@ from ..errors import UserError
 from ..players import RESIGN, Player
 from .gtp import COLOUR_NAMES, check_game, format_vertex, parse_vertex, pass_action
 
+ANSWER_TIMEOUT = 600.0  # seconds an external engine may take over one answer
+
+
 class GTPRefusal(UserError):
     """An external engine answered '? message'."""
 
@@ -35,8 +41,8 @@ class GTPRefusal(UserError):
 class GTPClient:
     """An external GTP engine as a process: `ask(command)` returns its answer or raises GTPRefusal."""
 
-    def __init__(self, argv: list[str], label: str):
-        self.label = label
+    def __init__(self, argv: list[str], label: str, timeout: float = ANSWER_TIMEOUT):
+        self.label, self.timeout = label, timeout
         self.errors = tempfile.TemporaryFile()  # the engine's stderr, quoted if it dies
         try:
             self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors,
@@ -44,6 +50,19 @@ class GTPClient:
         except OSError as error:
             raise UserError(f"{label}: cannot start {argv[0]}: {error.strerror}") from None
         self._finalizer = weakref.finalize(self, _stop, self.process)
+        # A reader thread hands over the engine's lines, so that a silent engine meets a timeout.
+        self._lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=_pump, args=(self.process.stdout, self._lines), daemon=True).start()
+
+    def _readline(self, command: str) -> str:
+        try:
+            line = self._lines.get(timeout=self.timeout)
+        except queue.Empty:
+            self._finalizer()
+            raise UserError(f"{self.label} did not answer {command!r} within {self.timeout:g} s; stopped it") from None
+        if not line:
+            self._lines.put(line)  # the end of the output stays the end for later reads
+        return line
 
     def ask(self, command: str) -> str:
         try:
@@ -51,14 +70,14 @@ class GTPClient:
             self.process.stdin.flush()
         except (BrokenPipeError, OSError):
             self._died(command)
-        first = self.process.stdout.readline()
+        first = self._readline(command)
         while first and not first.startswith(("=", "?")):  # some engines print other lines first
-            first = self.process.stdout.readline()
+            first = self._readline(command)
         if not first:
             self._died(command)
         lines = [first[1:].lstrip("0123456789").strip()]
         while True:
-            line = self.process.stdout.readline()
+            line = self._readline(command)
             if not line or not line.strip():
                 break
             lines.append(line.rstrip("\n"))
@@ -68,7 +87,10 @@ class GTPClient:
         return answer
 
     def _died(self, command: str):
-        code = self.process.poll()
+        try:
+            code = self.process.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            code = None
         self.errors.seek(0)
         tail = self.errors.read().decode(errors="replace").strip().splitlines()[-3:]
         raise UserError(f"{self.label} stopped (exit code {code}) while answering {command!r}"
@@ -76,12 +98,23 @@ class GTPClient:
 
     def close(self) -> None:
         if self.process.poll() is None:
+            self.timeout = min(self.timeout, 5.0)  # a hung engine is not waited for at the end
             try:
                 self.ask("quit")
             except UserError:
                 pass
         self._finalizer()
         self.errors.close()
+
+
+def _pump(stream, lines: queue.Queue) -> None:
+    """Copy an engine's output lines into a queue; an empty string marks its end."""
+    try:
+        for line in stream:
+            lines.put(line)
+    except (OSError, ValueError):
+        pass
+    lines.put("")
 
 
 def _stop(process: subprocess.Popen) -> None:
