@@ -147,14 +147,16 @@ class UCTPlayer(Player):
                 seconds=seconds, on_progress=_live(on_progress, self), should_stop=should_stop,
             )
             final = "robust" if self.final == "max-robust" else self.final
-            action = choose(final, tree.root_visits(), tree.child_value_sum[:, 0], c=self.c)
+            action = choose(final, tree.root_visits(), tree.child_value_sum[:, 0], c=self.c,
+                            created=tree.children[:, 0])
             return Analysis.from_tree(tree, action)
         extra = int(self.iterations * self.max_robust_extra) if self.final == "max-robust" else 0
         tree = search(self.game, states, self.evaluator, self.rule, self.iterations, keys, extra_capacity=extra)
         if self.final == "max-robust":
             action = self._search_until_max_robust(tree, extra)
         else:
-            action = choose(self.final, tree.root_visits(), tree.child_value_sum[:, 0], c=self.c)
+            action = choose(self.final, tree.root_visits(), tree.child_value_sum[:, 0], c=self.c,
+                            created=tree.children[:, 0])
         return Analysis.from_tree(tree, action)
 
     def _search_until_max_robust(self, tree: Tree, extra: int) -> torch.Tensor:
@@ -173,7 +175,7 @@ class UCTPlayer(Player):
                 break
             simulate(tree, self.game, self.evaluator, self.rule, chunk)
             spent += chunk
-        robust = choose("robust", tree.root_visits(), tree.child_value_sum[:, 0])
+        robust = choose("robust", tree.root_visits(), tree.child_value_sum[:, 0], created=tree.children[:, 0])
         return torch.where(decided >= 0, decided, robust)
 
     def act(self, states, keys=None):

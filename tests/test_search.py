@@ -129,6 +129,14 @@ def test_robust_child_is_the_most_visited():
     assert choose("robust", VISITS, VALUE_SUM).tolist() == [0]
 
 
+def test_ties_in_visits_go_to_the_better_mean_or_for_plain_uct_to_the_child_expanded_first():
+    visits = torch.tensor([[2.0, 2.0, 1.0, 2.0], [3.0, 1.0, 3.0, 0.0]])
+    value_sum = torch.tensor([[0.0, 2.0, 1.0, -2.0], [-1.0, 1.0, 3.0, 0.0]])
+    assert choose("robust", visits, value_sum).tolist() == [1, 2]
+    created = torch.tensor([[3, 5, 2, 1], [4, 1, 6, -1]])  # node index of each child: its expansion order
+    assert choose("robust", visits, value_sum, created=created).tolist() == [3, 0]
+
+
 def test_max_child_is_the_best_mean():
     assert choose("max", VISITS, VALUE_SUM).tolist() == [2]
 

@@ -142,8 +142,9 @@ def test_batched_uct_scores_half_against_the_scalar_reference_on_tictactoe():
     assert low <= 0.5 <= high, result.table()
 
 
-@pytest.mark.slow
 def test_batched_uct_scores_half_against_the_scalar_reference_on_gomoku8():
+    # About a minute; it caught the batched player breaking ties in visits by mean, which made
+    # uct:100 score 93.5% against the reference (the classic algorithm takes the first expanded).
     game = games.make("gomoku", size=8, k=5)
     result = play_match(game, UCTPlayer(game, 100), ReferenceUCTPlayer(game, 100, seed=1), 200, seed=3, progress=False)
     low, high = _score_interval(result)
