@@ -204,7 +204,9 @@ class Run:
         self.trainer.end_iteration()
         every = config.evaluation.every
         if (every and iteration % every == 0) or last:
+            evaluation_started = time.perf_counter()
             record.update(self.evaluator.evaluate(self.net, iteration, progress=self.progress))
+            record["charts/evaluation_seconds"] = time.perf_counter() - evaluation_started
         self.positions += len(samples)
         self.elapsed += time.perf_counter() - started
         record.update({
@@ -236,7 +238,7 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
         log(f"new run in {run_dir}")
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     session_start = time.monotonic()
-    last_duration = 0.0
+    last_duration = 0.0  # of the last iteration, without its evaluation
     try:
         while iterations is None or run.iteration < iterations:
             spent = time.monotonic() - session_start
@@ -247,7 +249,9 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
             )
             began = time.monotonic()
             record = run.iteration_step(last=last)
-            last_duration = time.monotonic() - began
+            # An evaluation makes its iteration long; counting it would make every later
+            # iteration look like the last one, and each would evaluate again.
+            last_duration = time.monotonic() - began - record.get("charts/evaluation_seconds", 0.0)
             log(_summary_line(record))
     except KeyboardInterrupt:
         log(f"stopped; {run_dir} holds iteration {run.iteration}. Continue with: "
