@@ -101,7 +101,7 @@ def python_gomoku_stepper(height=15, width=15, k=5, seed=0) -> Callable[[], floa
     return work
 
 
-BENCH_GAMES = ("gomoku", "tictactoe", "connect4", "othello", "nim")
+BENCH_GAMES = ("gomoku", "tictactoe", "connect4", "othello", "nim", "go")
 
 
 def bench_game_steps(seconds: float, repeats: int) -> dict:
