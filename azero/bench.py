@@ -200,10 +200,11 @@ def bench_puct(seconds: float, repeats: int) -> dict:
         return float(batch * sims)
 
     planes, legal = game.encode(roots), game.legal_mask(roots)
+    module = searcher.evaluator.module(planes, legal)  # what the search calls (frozen on the CPU)
 
     def forward() -> float:
         with torch.inference_mode():
-            net(planes, legal)
+            module(planes, legal)
         return float(batch)
 
     sims_per_s = rate(search, seconds=seconds, repeats=repeats)
