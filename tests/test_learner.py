@@ -17,7 +17,7 @@ from azero.agent import NetworkSearch, add_dirichlet_noise, make_az_player
 from azero.checkpoint import atomic_save, load_checkpoint, network_checkpoint, network_from_checkpoint
 from azero.config import ConfigError, load_config
 from azero.errors import UserError
-from azero.network import NetworkConfig, PolicyValueNet, masked_softmax
+from azero.network import NetworkConfig, NetworkEvaluator, PolicyValueNet, masked_softmax
 from azero.players import parse_spec
 from azero.replay import ReplayBuffer
 from azero.search import PUCT, new_tree, simulate
@@ -297,3 +297,31 @@ def test_every_preset_loads_and_builds_its_game():
         config = load_config(path=preset)
         game = games.make_from_spec(config.game.spec)
         PolicyValueNet(config.network, game)
+
+
+def test_the_search_sees_the_network_as_it_is_after_every_training_step():
+    """The evaluator's frozen inference module agrees with the network, and follows its weights."""
+    game = games.make("gomoku", size=6, k=4)
+    torch.manual_seed(0)
+    net = PolicyValueNet(NetworkConfig(blocks=1, channels=8, value_hidden=8), game).eval()
+    evaluator = NetworkEvaluator(net, game)
+    state = game.initial_state(5)
+    state = game.step(state, torch.tensor([0, 7, 14, 21, 35]))
+
+    def eager():
+        with torch.inference_mode():
+            logits, value = net(game.encode(state), game.legal_mask(state))
+        return masked_softmax(logits), value * (1.0 - 2.0 * state.to_play.float())
+
+    for _ in range(2):
+        prior, value = evaluator(state)
+        expected_prior, expected_value = eager()
+        assert torch.allclose(prior, expected_prior, atol=1e-6)
+        assert torch.allclose(value, expected_value, atol=1e-6)
+        net.train()  # one optimizer step, as the trainer takes them
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.5)
+        logits, value = net(game.encode(state).float(), game.legal_mask(state))
+        (value.sum() - torch.log_softmax(logits.masked_fill(~game.legal_mask(state), -1e9), 1)[:, 20].sum()).backward()
+        optimizer.step()
+        net.eval()
+        assert not torch.allclose(evaluator(state)[1], expected_value, atol=1e-4)  # not the old weights
