@@ -99,19 +99,19 @@ def score_text(margin: float) -> str:
     return ("B+" if margin > 0 else "W+") + _number(abs(margin))
 
 
-def result_text(game: Game, state: State, *, resigned: bool = False, result: float | None = None) -> str:
-    """The RE value of a one-game state: 'B+3.5', 'W+12', 'B+' (no score), '0', 'B+R', or '?'.
-
-    `resigned` with `result` (+1 / -1, the first player's view) records a resignation.
-    """
-    if resigned:
-        return ("B" if (result or 0) > 0 else "W") + "+R"
+def result_text(game: Game, state: State) -> str:
+    """The RE value of a one-game state: 'B+3.5', 'W+12', 'B+' (no score), '0', or '?'."""
     if not bool(state.done[0]):
         return "?"
     if hasattr(game, "score") or game.name == "othello":
         return score_text(black_margin(game, state))
-    winner = float(game.result(state)[0]) if result is None else result
+    winner = float(game.result(state)[0])
     return "0" if winner == 0 else ("B+" if winner > 0 else "W+")
+
+
+def resignation_text(black_won: bool) -> str:
+    """The RE value of a game won by resignation: 'B+R' or 'W+R'."""
+    return ("B" if black_won else "W") + "+R"
 
 
 def to_sgf(game: Game, actions: list[int], *, black: str = "", white: str = "", result: str | None = None,
@@ -167,8 +167,7 @@ def write_match(folder: str | Path, game: Game, match) -> list[Path]:
         raise ValueError("the match kept no moves: play it with record_moves=True")
     paths = []
     for number, record in enumerate(match.records, start=1):
-        state = play_actions(game, record.actions)
-        re = result_text(game, state, resigned=record.resigned, result=record.result)
+        re = resignation_text(record.result > 0) if record.resigned else None  # else to_sgf scores the end
         paths.append(write_sgf(Path(folder) / f"game-{number:04d}.sgf", game, record.actions, black=record.first,
                                white=record.second, result=re, comment=f"{match.a} vs {match.b}, game {number}"))
     return paths

@@ -47,7 +47,7 @@ from games import Game, GameError
 from .. import __version__
 from ..errors import UserError
 from ..session import Engine, GameSession, describe_analysis
-from ..sgf import black_margin, score_text, to_sgf, write_sgf
+from ..sgf import black_margin, resignation_text, score_text, to_sgf, write_sgf
 
 GAMES = ("go", "othello")
 COMMANDS = (
@@ -358,7 +358,7 @@ class GTPEngine:
         names = [f"azero {self.engine.name}" if colour in self.engine_colours else "" for colour in (0, 1)]
         info = {"black": names[0], "white": names[1]}
         if self.resigned is not None:
-            info["result"] = ("W" if self.resigned == 0 else "B") + "+R"
+            info["result"] = resignation_text(black_won=self.resigned == 1)
         return info
 
     def _save(self) -> None:
