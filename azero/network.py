@@ -117,12 +117,10 @@ class NetworkEvaluator:
         self.positions = 0
         self._frozen = None  # (weights version, module), or None
         self._can_freeze = self.device.type == "cpu"
+        self._weights = list(itertools.chain(net.parameters(), net.buffers()))
 
     def _weights_version(self) -> tuple:
-        tensors = self.__dict__.get("_tensors")
-        if tensors is None:
-            tensors = self._tensors = list(itertools.chain(self.net.parameters(), self.net.buffers()))
-        return tuple(t._version for t in tensors)
+        return tuple(t._version for t in self._weights)
 
     def module(self, planes: torch.Tensor, legal: torch.Tensor):
         """The frozen inference module for the current weights, or the network itself."""

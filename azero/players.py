@@ -147,17 +147,18 @@ class UCTPlayer(Player):
                 seconds=seconds, on_progress=_live(on_progress, self), should_stop=should_stop,
             )
             final = "robust" if self.final == "max-robust" else self.final
-            action = choose(final, tree.root_visits(), tree.child_value_sum[:, 0], c=self.c,
-                            created=tree.children[:, 0])
-            return Analysis.from_tree(tree, action)
+            return Analysis.from_tree(tree, self._choose(final, tree))
         extra = int(self.iterations * self.max_robust_extra) if self.final == "max-robust" else 0
         tree = search(self.game, states, self.evaluator, self.rule, self.iterations, keys, extra_capacity=extra)
         if self.final == "max-robust":
             action = self._search_until_max_robust(tree, extra)
         else:
-            action = choose(self.final, tree.root_visits(), tree.child_value_sum[:, 0], c=self.c,
-                            created=tree.children[:, 0])
+            action = self._choose(self.final, tree)
         return Analysis.from_tree(tree, action)
+
+    def _choose(self, criterion: str, tree: Tree) -> torch.Tensor:
+        """The root move by `criterion`; ties in visits go to the child expanded first (classic UCT)."""
+        return choose(criterion, tree.root_visits(), tree.child_value_sum[:, 0], c=self.c, created=tree.children[:, 0])
 
     def _search_until_max_robust(self, tree: Tree, extra: int) -> torch.Tensor:
         """Search on in chunks while some tree has no child with both most visits and best mean.
@@ -175,7 +176,7 @@ class UCTPlayer(Player):
                 break
             simulate(tree, self.game, self.evaluator, self.rule, chunk)
             spent += chunk
-        robust = choose("robust", tree.root_visits(), tree.child_value_sum[:, 0], created=tree.children[:, 0])
+        robust = self._choose("robust", tree)
         return torch.where(decided >= 0, decided, robust)
 
     def act(self, states, keys=None):
