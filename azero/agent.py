@@ -19,7 +19,7 @@ from games.random import fold, make_keys
 
 from .checkpoint import load_checkpoint, network_from_checkpoint
 from .errors import UserError
-from .network import NetworkEvaluator, PolicyValueNet
+from .network import PRECISIONS, NetworkEvaluator, PolicyValueNet
 from .players import Analysis, Player
 from .search import PUCT, Tree, choose, new_tree, search_with_budget, simulate
 
@@ -62,9 +62,9 @@ class NetworkSearch:
     """PUCT search driven by a network, for all B positions at once."""
 
     def __init__(self, game: Game, net: PolicyValueNet, *, device="cpu", c_init=1.25, c_base=19652.0,
-                 fpu_reduction=0.0):
+                 fpu_reduction=0.0, precision="auto"):
         self.game = game
-        self.evaluator = NetworkEvaluator(net, game, device)
+        self.evaluator = NetworkEvaluator(net, game, device, precision)
         self.rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction)
 
     def fresh_tree(self, states: State, keys: torch.Tensor, capacity: int) -> Tree:
@@ -113,10 +113,10 @@ class AZPlayer(Player):
 
 
 def make_az_player(spec, game: Game, *, device="cpu", seed=None) -> AZPlayer:
-    """`az:PATH[:sims=N,c_init=C]` -> an AZPlayer for `game` (the checkpoint must be of that game)."""
+    """`az:PATH[:sims=N,c_init=C,precision=P]` -> an AZPlayer for `game` (the checkpoint must be of that game)."""
     if not spec.argument:
         raise UserError("az needs a checkpoint path, e.g. az:runs/gomoku-.../latest.pt:sims=200")
-    allowed = {"sims", "c_init", "seed"}
+    allowed = {"sims", "c_init", "seed", "precision"}
     unknown = sorted(set(spec.options) - allowed)
     if unknown:
         raise UserError(f"az: unknown option {', '.join(unknown)}; valid options: {', '.join(sorted(allowed))}")
@@ -126,7 +126,10 @@ def make_az_player(spec, game: Game, *, device="cpu", seed=None) -> AZPlayer:
         seed = int(spec.options.get("seed", seed or 0))
     except ValueError:
         raise UserError(f"az: options must be numbers: {spec.options}") from None
+    precision = spec.options.get("precision", "auto")
+    if precision not in PRECISIONS:
+        raise UserError(f"az: precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     data = load_checkpoint(spec.argument, game=game)
     _, net = network_from_checkpoint(data, device)
     label = f"az@{data['iteration']}"
-    return AZPlayer(game, net, sims, device=device, seed=seed, name=label, c_init=c_init)
+    return AZPlayer(game, net, sims, device=device, seed=seed, name=label, c_init=c_init, precision=precision)

@@ -3,7 +3,8 @@
 Every figure is a rate (things per second of wall time), the median of a few
 timed repeats. Targets in the issues are ratios of two figures measured in the
 same run (ours over a plain-Python baseline), because the machines are shared
-and noisy; the ratios are in the output too.
+and noisy; the ratios are in the output too, and the repeats of a ratio's two
+sides are interleaved (A B A B A B) so that both see the same machine.
 
 Groups (choose with --only):
   game_steps_per_s  random play with game.step at batch 1 and 1024, every game;
@@ -47,19 +48,32 @@ def _reference():
     return reference
 
 
+def _timed(work: Callable[[], float], seconds: float) -> float:
+    """(units of work done) / (wall time) over one repeat at least `seconds` long."""
+    done, start = 0.0, time.perf_counter()
+    while True:
+        done += work()
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return done / elapsed
+
+
 def rate(work: Callable[[], float], *, seconds: float, repeats: int) -> float:
     """Median over `repeats` of (units of work done) / (wall time), each repeat at least `seconds` long."""
-    work()  # warm up
-    rates = []
+    return rates(work, seconds=seconds, repeats=repeats)[0]
+
+
+def rates(*works: Callable[[], float], seconds: float, repeats: int) -> list[float]:
+    """The median rate of each work, their repeats interleaved (A B A B ...), so that the
+    two sides of a ratio see the same machine: a shared machine's speed drifts by tens of
+    percent over a minute."""
+    for work in works:
+        work()  # warm up
+    runs: list[list[float]] = [[] for _ in works]
     for _ in range(repeats):
-        done, start = 0.0, time.perf_counter()
-        while True:
-            done += work()
-            elapsed = time.perf_counter() - start
-            if elapsed >= seconds:
-                break
-        rates.append(done / elapsed)
-    return statistics.median(rates)
+        for work, out in zip(works, runs):
+            out.append(_timed(work, seconds))
+    return [statistics.median(out) for out in runs]
 
 
 def random_play_stepper(game, batch: int, seed: int = 0) -> Callable[[], float]:
@@ -108,12 +122,11 @@ def bench_game_steps(seconds: float, repeats: int) -> dict:
     out: dict = {}
     for name in BENCH_GAMES:
         game = games.make(name)
-        out[name] = {
-            "b1": rate(random_play_stepper(game, 1), seconds=seconds, repeats=repeats),
-            "b1024": rate(random_play_stepper(game, 1024), seconds=seconds, repeats=repeats),
-        }
+        works = [random_play_stepper(game, 1), random_play_stepper(game, 1024)]
+        if name == "gomoku":  # the plain-Python reference, interleaved with the batched side of its ratio
+            works.append(python_gomoku_stepper())
+        out[name] = dict(zip(("b1", "b1024", "python_reference"), rates(*works, seconds=seconds, repeats=repeats)))
     gomoku = out["gomoku"]
-    gomoku["python_reference"] = rate(python_gomoku_stepper(), seconds=seconds, repeats=repeats)
     gomoku["speedup"] = gomoku["b1024"] / gomoku["python_reference"]
     return out
 
@@ -140,8 +153,7 @@ def bench_uct(seconds: float, repeats: int, *, batch: int = 1024, iterations: in
             reference.uct(py_root, iterations, rng)
             return float(iterations)
 
-        ours = rate(batched, seconds=seconds, repeats=repeats)
-        theirs = rate(scalar, seconds=seconds, repeats=repeats)
+        ours, theirs = rates(batched, scalar, seconds=seconds, repeats=repeats)
         out[label] = {
             "iterations_per_s": ours,
             "reference_iterations_per_s": theirs,
@@ -200,17 +212,19 @@ def bench_puct(seconds: float, repeats: int) -> dict:
         return float(batch * sims)
 
     planes, legal = game.encode(roots), game.legal_mask(roots)
-    module = searcher.evaluator.module(planes, legal)  # what the search calls (frozen on the CPU)
+    dtype = searcher.evaluator.dtype_for(batch)  # what the search calls: frozen on the CPU, maybe bfloat16
+    module = searcher.evaluator.module(planes, legal, dtype)
+    planes = planes.to(dtype)
 
     def forward() -> float:
         with torch.inference_mode():
             module(planes, legal)
         return float(batch)
 
-    sims_per_s = rate(search, seconds=seconds, repeats=repeats)
-    evals_per_s = rate(forward, seconds=seconds, repeats=repeats)
+    sims_per_s, evals_per_s = rates(search, forward, seconds=seconds, repeats=repeats)
     return {"sims_per_s": sims_per_s, "net_evals_per_s": evals_per_s, "efficiency": sims_per_s / evals_per_s,
-            "batch": batch, "simulations": sims, "network": dict(vars(config.network))}
+            "batch": batch, "simulations": sims, "network": dict(vars(config.network)),
+            "dtype": str(dtype).removeprefix("torch.")}
 
 
 def bench_selfplay(seconds: float, repeats: int) -> dict:
@@ -219,20 +233,16 @@ def bench_selfplay(seconds: float, repeats: int) -> dict:
 
     config, game, net = _learner_parts()
 
-    def positions_per_s(games_at_once: int) -> float:
+    def selfplay_work(games_at_once: int) -> Callable[[], float]:
         selfplay_config = type(config.selfplay)(games=games_at_once, positions_per_iteration=1)
         player = SelfPlay(game, net, config.search, selfplay_config, seed=0)
-        moves = [0]
-
         def work() -> float:
             player.step()
-            moves[0] += 1
             return float(games_at_once)  # one position per game and move
 
-        return rate(work, seconds=seconds, repeats=repeats)
+        return work
 
-    batched = positions_per_s(config.selfplay.games)
-    single = positions_per_s(1)
+    batched, single = rates(selfplay_work(config.selfplay.games), selfplay_work(1), seconds=seconds, repeats=repeats)
     return {"positions_per_s": batched, "unbatched_positions_per_s": single, "speedup": batched / single,
             "games": config.selfplay.games, "simulations": config.search.simulations}
 

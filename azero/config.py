@@ -48,6 +48,9 @@ class SearchConfig:
     noise_fraction: float = _f(0.25, "weight of the Dirichlet noise in the root prior", low=0)
     temperature_moves: int = _f(8, "moves of each game sampled in proportion to visits; then the most visited", low=0)
     reuse_tree: bool = _f(True, "keep the chosen move's subtree for the next move in self-play")
+    precision: str = _f("auto", "network arithmetic in the search: auto = bfloat16 for batches of 16 or more on a "
+                        "CPU with native bfloat16 (AVX-512 BF16 / AMX), else float32",
+                        choices=("auto", "float32", "bfloat16"))
 
 
 @dataclass

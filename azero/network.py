@@ -13,6 +13,7 @@ convolution, a hidden layer, tanh).
 
 from __future__ import annotations
 
+import copy
 import itertools
 import warnings
 from dataclasses import asdict, dataclass
@@ -92,9 +93,20 @@ class PolicyValueNet(nn.Module):
 
 def masked_softmax(logits: torch.Tensor) -> torch.Tensor:
     """Probabilities from logits where illegal actions are -inf; rows with no legal action give zeros."""
-    finite = torch.isfinite(logits)
-    probs = torch.softmax(logits.masked_fill(~finite, -1e30), dim=1) * finite
-    return probs / probs.sum(dim=1, keepdim=True).clamp(min=1e-30)
+    # softmax gives exact zeros at -inf, and NaN only in rows that are all -inf
+    return torch.softmax(logits, dim=1).nan_to_num_(0.0)
+
+
+PRECISIONS = ("auto", "float32", "bfloat16")
+BFLOAT16_MIN_BATCH = 16
+
+
+def native_bfloat16() -> bool:
+    """Whether this CPU runs bfloat16 convolutions natively (AVX-512 BF16 or AMX, through oneDNN)."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
 
 
 class NetworkEvaluator:
@@ -109,45 +121,76 @@ class NetworkEvaluator:
     1.1x at batch 1 on two cores. It is rebuilt whenever the weights change (the
     tensors' version counters move when an optimizer or load_state_dict writes
     them), and eager mode is used if it cannot be built.
+
+    `precision`: "float32"; "bfloat16" (a bfloat16 copy of the weights, outputs
+    turned back to float32; about 8 significant bits, so priors and values differ
+    from float32 by up to about 1%); or "auto" (the default): bfloat16 for batches
+    of at least BFLOAT16_MIN_BATCH positions on a CPU that runs bfloat16 natively
+    (there it gave 1.5x the positions/s of float32 at batch 128, and was slower below
+    16), float32 otherwise.
     """
 
-    def __init__(self, net: PolicyValueNet, game: Game, device: torch.device | str = "cpu"):
+    uses_keys = False  # deterministic: the search need not make random keys for it
+
+    def __init__(self, net: PolicyValueNet, game: Game, device: torch.device | str = "cpu",
+                 precision: str = "auto"):
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
         self.net, self.game, self.device = net, game, torch.device(device)
+        self.precision = precision
         self.calls = 0
         self.positions = 0
-        self._frozen = None  # (weights version, module), or None
+        self._frozen: dict[torch.dtype, tuple] = {}  # dtype -> (weights version, module)
         self._can_freeze = self.device.type == "cpu"
+        self._bf16_auto = self.device.type == "cpu" and native_bfloat16()
         self._weights = list(itertools.chain(net.parameters(), net.buffers()))
 
     def _weights_version(self) -> tuple:
         return tuple(t._version for t in self._weights)
 
-    def module(self, planes: torch.Tensor, legal: torch.Tensor):
-        """The frozen inference module for the current weights, or the network itself."""
-        if not self._can_freeze or self.net.training:
+    def dtype_for(self, batch: int) -> torch.dtype:
+        """The dtype the network runs in for a batch of this size."""
+        if self.precision == "bfloat16" or (
+            self.precision == "auto" and self._bf16_auto and batch >= BFLOAT16_MIN_BATCH and not self.net.training
+        ):
+            return torch.bfloat16
+        return torch.float32
+
+    def module(self, planes: torch.Tensor, legal: torch.Tensor, dtype: torch.dtype = torch.float32):
+        """The inference module for the current weights in `dtype` (float32: maybe the network itself)."""
+        frozen = self._can_freeze and not self.net.training
+        if not frozen and dtype == torch.float32:
             return self.net
         version = self._weights_version()
-        if self._frozen is None or self._frozen[0] != version:
-            try:
-                with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    example = (planes.clone(), legal.clone())
-                    traced = torch.jit.trace(self.net, example, check_trace=False)
-                    module = torch.jit.optimize_for_inference(torch.jit.freeze(traced))
-            except Exception:  # an unusual torch build: eager mode is always right
-                self._can_freeze = False
-                return self.net
-            self._frozen = (version, module)
-        return self._frozen[1]
+        cached = self._frozen.get(dtype)
+        if cached is None or cached[0] != version:
+            net = self.net if dtype == torch.float32 else copy.deepcopy(self.net).to(dtype)
+            module = net
+            if frozen:
+                try:
+                    with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        example = (planes.to(dtype), legal.clone())
+                        traced = torch.jit.trace(net, example, check_trace=False)
+                        module = torch.jit.optimize_for_inference(torch.jit.freeze(traced))
+                except Exception:  # an unusual torch build: eager mode is always right
+                    self._can_freeze = False
+            cached = self._frozen[dtype] = (version, module)
+        return cached[1]
 
-    def __call__(self, states: State, keys: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(
+        self, states: State, keys: torch.Tensor | None = None, legal: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(prior float [n, A], value float [n]) for states [n]; `legal` is their legal mask if known."""
         planes = self.game.encode(states).to(self.device)
-        legal = self.game.legal_mask(states).to(self.device)
-        module = self.module(planes, legal)
+        legal = (self.game.legal_mask(states) if legal is None else legal).to(self.device)
+        dtype = self.dtype_for(states.batch_size)
+        module = self.module(planes, legal, dtype)
         with torch.inference_mode():
-            logits, value = module(planes, legal)
+            logits, value = module(planes.to(dtype), legal)
             self.calls += 1
             self.positions += states.batch_size
             prior = masked_softmax(logits.float()).to(states.device)
-            sign = 1.0 - 2.0 * states.to_play.float()  # the network's view (player to move) -> first player's
-            return prior, value.float().to(states.device) * sign
+            value = value.float().to(states.device)
+            # the network's view (player to move) -> the first player's
+            return prior, torch.where(states.to_play == 0, value, -value)

@@ -84,7 +84,7 @@ class SelfPlay:
         self.game, self.search_cfg = game, search
         self.batch = selfplay.games
         self.searcher = NetworkSearch(game, net, device=device, c_init=search.c_init, c_base=search.c_base,
-                                      fpu_reduction=search.fpu_reduction)
+                                      fpu_reduction=search.fpu_reduction, precision=search.precision)
         self.alpha = search.dirichlet_alpha or default_alpha(game)
         self.seed = seed
         self.rng = np.random.default_rng(seed)

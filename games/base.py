@@ -48,6 +48,18 @@ def player_sign(player: torch.Tensor) -> torch.Tensor:
     return 1 - 2 * player
 
 
+_STONE_COLORS: dict = {}
+
+
+def stone_colors(device) -> torch.Tensor:
+    """int8 [2]: the stone of players 0 and 1 (+1, -1), cached per device, so that
+    `stone_colors(device).index_select(0, to_play)` is one operation in a hot loop."""
+    device = torch.device(device)
+    if device not in _STONE_COLORS:
+        _STONE_COLORS[device] = torch.tensor([1, -1], dtype=torch.int8, device=device)
+    return _STONE_COLORS[device]
+
+
 @dataclass(eq=False)
 class State:
     """A batch of positions. Every field is a tensor with the batch first.

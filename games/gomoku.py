@@ -28,7 +28,7 @@ from .base import (
     parse_square,
     player_sign,
     render_grid,
-    stone_planes,
+    stone_colors,
 )
 from .random import subset
 from .lines import completes_line, line_rays, permutation_playout, window_table
@@ -95,9 +95,9 @@ class Gomoku(Game):
 
     def _apply(self, state: BoardState, action: torch.Tensor) -> BoardState:
         batch = state.batch_size
-        color = player_sign(state.to_play).to(torch.int8)
+        color = stone_colors(state.device).index_select(0, state.to_play)
         board = state.board.reshape(batch, -1).clone()
-        board[torch.arange(batch, device=board.device), action] = color
+        board.scatter_(1, action.view(-1, 1), color.view(-1, 1))
         rays, _, _ = self._on(board.device)
         win = completes_line(board, action, color, rays, self.k, self.exact)
         move_number = state.move_number + 1
@@ -106,7 +106,7 @@ class Gomoku(Game):
             to_play=1 - state.to_play,
             move_number=move_number,
             done=win | full,
-            winner=torch.where(win, color, torch.zeros_like(color)),
+            winner=color * win,
             board=board.view_as(state.board),
             last_action=action,
         )
@@ -166,13 +166,16 @@ class Gomoku(Game):
         return result
 
     def encode(self, state: BoardState) -> torch.Tensor:
-        own, opp = stone_planes(state)
-        batch = state.batch_size
-        last = torch.zeros(batch, self.num_actions, device=state.device)
-        has_last = state.last_action >= 0
-        last[has_last, state.last_action[has_last]] = 1.0
-        ones = torch.ones_like(own)
-        return torch.stack([own, opp, last.view_as(own), ones], dim=1)
+        # Written into one preallocated tensor: this runs for every leaf the search evaluates.
+        batch, cells = state.batch_size, self.num_actions
+        planes = torch.empty(batch, 4, cells, device=state.device)
+        relative = state.board.view(batch, cells) * player_sign(state.to_play).to(torch.int8).view(-1, 1)
+        planes[:, 0] = relative == 1  # own stones
+        planes[:, 1] = relative == -1  # opponent stones
+        last = planes[:, 2].zero_()
+        last.scatter_(1, state.last_action.clamp(min=0).view(-1, 1), (state.last_action >= 0).float().view(-1, 1))
+        planes[:, 3] = 1.0
+        return planes.view(batch, 4, self.height, self.width)
 
     # -- text ---------------------------------------------------------------------------------
     def format_action(self, action: int) -> str:

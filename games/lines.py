@@ -87,8 +87,8 @@ def completes_line(
     along = padded.gather(1, rays.index_select(0, cell).view(batch, -1)).view(batch, 4, 2, -1)
     differs = (along != color.view(batch, 1, 1, 1)).to(torch.int8)
     run = differs.argmax(dim=-1)  # [B, 4, 2] stones beyond the cell on each side: the first other cell
-    total = run.sum(dim=-1) + 1  # [B, 4]
-    hit = total == k if exact else total >= k
+    beyond = run.sum(dim=-1)  # [B, 4] the line's length less the cell itself
+    hit = beyond == k - 1 if exact else beyond >= k - 1
     return hit.any(dim=1)
 
 

@@ -81,7 +81,7 @@ class FakeEvaluator:
     def __init__(self, game):
         self.game = game
 
-    def __call__(self, states, keys=None):
+    def __call__(self, states, keys=None, legal=None):
         legal = self.game.legal_mask(states)
         priors, values = [], []
         for i in range(states.batch_size):
@@ -325,3 +325,29 @@ def test_the_search_sees_the_network_as_it_is_after_every_training_step():
         optimizer.step()
         net.eval()
         assert not torch.allclose(evaluator(state)[1], expected_value, atol=1e-4)  # not the old weights
+
+
+def test_bfloat16_inference_stays_close_to_float32_and_auto_chooses_by_batch():
+    """The search may run the network in bfloat16; its priors and values stay within 2e-2 of float32."""
+    game = games.make("gomoku", size=8, k=5)
+    torch.manual_seed(0)
+    net = PolicyValueNet(NetworkConfig(blocks=2, channels=16, value_hidden=16), game).eval()
+    state = game.initial_state(32)
+    state = game.step(state, torch.arange(32))
+    exact = NetworkEvaluator(net, game, precision="float32")
+    approx = NetworkEvaluator(net, game, precision="bfloat16")
+    prior, value = exact(state)
+    prior16, value16 = approx(state)
+    assert prior16.dtype == torch.float32 and value16.dtype == torch.float32
+    assert torch.allclose(prior16.sum(dim=1), torch.ones(32))
+    assert (prior16[game.legal_mask(state).logical_not()] == 0).all()
+    assert (prior16 - prior).abs().max() < 2e-2
+    assert (value16 - value).abs().max() < 2e-2
+    assert approx.dtype_for(1) == torch.bfloat16 and exact.dtype_for(1024) == torch.float32
+    auto = NetworkEvaluator(net, game)
+    assert auto.dtype_for(1) == torch.float32  # one position at a time: float32 is faster
+    from azero.network import native_bfloat16
+
+    assert auto.dtype_for(128) == (torch.bfloat16 if native_bfloat16() else torch.float32)
+    with pytest.raises(ValueError, match="precision must be one of auto, float32, bfloat16"):
+        NetworkEvaluator(net, game, precision="half")

@@ -161,3 +161,29 @@ def test_max_robust_child_needs_both_most_visits_and_best_mean():
 def test_unknown_criterion_is_an_error():
     with pytest.raises(ValueError, match="robust, max, max-robust, secure"):
         choose("best", VISITS, VALUE_SUM)
+
+
+def test_puct_select_is_the_argmax_of_its_scores():
+    """PUCT.select computes the score scaled per tree (fewer operations); it must pick the same action."""
+    from azero.search.selection import PUCT, NodeView
+
+    for rule in (PUCT(), PUCT(c_init=0.5, c_base=10.0, fpu_reduction=0.2)):
+        for seed in range(20):
+            g = torch.Generator().manual_seed(seed)
+            batch, actions = 64, 30
+            n = (torch.rand(batch, actions, generator=g) < 0.4).float() * torch.randint(1, 40, (batch, actions), generator=g)
+            view = NodeView(
+                visits=n.sum(1) + torch.randint(0, 3, (batch,), generator=g),
+                q=torch.rand(batch, generator=g) * 2 - 1,
+                child_visits=n,
+                child_value_sum=n * (torch.rand(batch, actions, generator=g) * 2 - 1),
+                prior=torch.softmax(3 * torch.randn(batch, actions, generator=g), 1),
+                legal=(torch.rand(batch, actions, generator=g) < 0.8) | (n > 0),
+                uniform=None,
+            )
+            chosen = rule.select(view)
+            scores = rule.scores(view)
+            assert view.legal.gather(1, chosen.unsqueeze(1)).all()
+            # the same action, or one whose score ties with the best to rounding
+            best = scores.max(dim=1).values
+            assert torch.allclose(scores.gather(1, chosen.unsqueeze(1)).squeeze(1), best, rtol=1e-5, atol=1e-6)

@@ -25,16 +25,28 @@ from .selection import NodeView
 from .tree import Tree
 
 _DRAWS = 8  # random numbers drawn at once per simulation for the selection levels
+_SIGNS: dict = {}
+
+
+def _signs(device) -> torch.Tensor:
+    """float [2]: player_sign of players 0 and 1, cached per device (one lookup instead of three ops)."""
+    if device not in _SIGNS:
+        _SIGNS[device] = player_sign(torch.arange(2, device=device)).float()
+    return _SIGNS[device]
 
 
 class Evaluator(Protocol):
     """Evaluates leaves: (states [n], keys long [n]) -> (prior float [n, A] or None, value float [n]).
 
     The value is from the first player's view (like a game result). The prior, when
-    given, is a probability vector over actions (illegal ones 0).
+    given, is a probability vector over actions (illegal ones 0). An evaluator whose
+    `uses_keys` attribute is False gets keys None (the search then skips making them).
+    The search passes `legal`, the states' legal mask, which it has already computed.
     """
 
-    def __call__(self, states: State, keys: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]: ...
+    def __call__(
+        self, states: State, keys: torch.Tensor | None, legal: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor | None, torch.Tensor]: ...
 
 
 class Rule(Protocol):
@@ -77,21 +89,29 @@ def simulate(
     progress: Callable[[int], None] | None = None,
 ) -> Tree:
     """Run `num_simulations` simulations in each of the B trees (in place); returns the tree."""
-    batch, capacity = tree.batch_size, tree.capacity
+    batch, capacity, actions = tree.batch_size, tree.capacity, tree.num_actions
     device = tree.visits.device
     rows = torch.arange(batch, device=device)
     base = rows * capacity
+    needs_keys = rule.uses_uniform or getattr(evaluator, "uses_keys", True)
+    # each simulation adds at most one node to a tree: check fullness only when it can happen
+    check_full = int(tree.next_node.max()) + num_simulations > capacity
     for _ in range(num_simulations):
-        if int(tree.next_node.max()) >= capacity:
+        if check_full and int(tree.next_node.max()) >= capacity:
             raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
-        sim_keys = fold(tree.keys, tree.visits[:, 0].long())  # each tree's own simulation counter
+        # each tree's own simulation counter, for rules and evaluators that draw random numbers
+        sim_keys = fold(tree.keys, tree.visits[:, 0].long()) if needs_keys else None
         # random numbers for the first levels, for rules that use them (UCB1's untried moves)
         draws = uniform(sim_keys, (batch, _DRAWS)) if rule.uses_uniform else None
         # -- select ------------------------------------------------------------------------
+        # path[d]: the node at depth d of each tree's path, -1 past its end; the node a tree
+        # expands (next_node, known in advance) sits at its depth. edges[d]: the edge from
+        # path[d] to path[d + 1], as a flat index into the [B, N, A] arrays.
         node = torch.zeros(batch, dtype=torch.long, device=device)
-        path = [node]
+        path, edges = [node], []
         active = torch.ones(batch, dtype=torch.bool, device=device)
         expand_action = torch.full((batch,), -1, dtype=torch.long, device=device)
+        new_node = tree.next_node.clone()
         depth = 0
         while True:
             flat = base + node
@@ -102,20 +122,25 @@ def simulate(
             else:
                 draw = uniform(fold(sim_keys, depth), (batch, 1)).squeeze(1)
             action = rule.select(_node_view(tree, flat, draw))
-            child = tree.children.view(-1).index_select(0, flat * tree.num_actions + action).long()
+            edge = flat * actions + action
+            child = tree.children.view(-1).index_select(0, edge).long()
             open_node = active & ~tree.terminal.view(-1).index_select(0, flat)
             go = open_node & (child >= 0)
-            expand_action = torch.where(open_node & (child < 0), action, expand_action)
+            expand_here = open_node & (child < 0)
+            expand_action = torch.where(expand_here, action, expand_action)
+            edges.append(edge)
+            path.append(torch.where(go, child, torch.where(expand_here, new_node, -1)))
             if not bool(go.any()):
                 break
             node = torch.where(go, child, node)
-            path.append(torch.where(go, node, -1))
             active = go
             depth += 1
         # -- expand and evaluate -------------------------------------------------------------
         value = tree.terminal_value.view(-1).index_select(0, base + node)  # trees that stopped at a finished game
         expanding = (expand_action >= 0).nonzero().squeeze(1)
-        if expanding.numel():
+        if expanding.numel() == batch:  # the usual case: every tree expands a node
+            value = _expand(tree, game, evaluator, rows, node, expand_action, sim_keys, value)
+        elif expanding.numel():
             value = _expand(
                 tree,
                 game,
@@ -123,14 +148,11 @@ def simulate(
                 expanding,
                 node.index_select(0, expanding),
                 expand_action.index_select(0, expanding),
-                sim_keys,
+                None if sim_keys is None else sim_keys.index_select(0, expanding),
                 value,
             )
-            new_node = torch.full((batch,), -1, dtype=torch.long, device=device)
-            new_node[expanding] = tree.next_node[expanding] - 1
-            path.append(new_node)
         # -- back up -------------------------------------------------------------------------
-        _backup(tree, torch.stack(path), value)
+        _backup(tree, torch.stack(path), torch.stack(edges), value)
         if progress is not None:
             progress(1)
     return tree
@@ -143,13 +165,16 @@ def _expand(
     rows: torch.Tensor,
     parent: torch.Tensor,
     action: torch.Tensor,
-    sim_keys: torch.Tensor,
+    keys: torch.Tensor | None,
     value: torch.Tensor,
 ) -> torch.Tensor:
-    """Create one child in each tree of `rows` (long [n]) and evaluate it; returns the values [B]."""
+    """Create one child in each tree of `rows` (long [n]) and evaluate it; returns the values [B].
+
+    parent, action, keys: long [n], for those trees (keys None for evaluators without randomness).
+    """
     capacity, actions = tree.capacity, tree.num_actions
     parent_flat = rows * capacity + parent
-    new = tree.next_node[rows]
+    new = tree.next_node.index_select(0, rows)
     new_flat = rows * capacity + new
     parent_states = tree.states.take(parent_flat)
     states = game.step(parent_states, action, trusted=True)  # legal by construction
@@ -161,9 +186,10 @@ def _expand(
 
     tree.states.put_(new_flat, states)
     put(tree.to_play, states.to_play)
-    mover = player_sign(parent_states.to_play).float()
+    signs = _signs(states.device)
+    mover = signs.index_select(0, parent_states.to_play)
     put(tree.mover_sign, mover)
-    put(tree.q_sign, mover * player_sign(states.to_play).float())
+    put(tree.q_sign, mover * signs.index_select(0, states.to_play))
     put(tree.parent, parent)
     put(tree.action, action)
     put(tree.legal, legal)
@@ -172,7 +198,7 @@ def _expand(
     tree.children.view(-1).index_copy_(0, parent_flat * actions + action, new.to(torch.int32))
     tree.next_node.index_copy_(0, rows, new + 1)
 
-    prior, leaf_value = evaluator(states, sim_keys.index_select(0, rows))
+    prior, leaf_value = evaluator(states, keys, legal)
     leaf_value = torch.where(states.done, result, leaf_value)
     if tree.prior is not None:
         if prior is None:
@@ -181,21 +207,23 @@ def _expand(
     return value.index_copy(0, rows, leaf_value)
 
 
-def _backup(tree: Tree, path: torch.Tensor, value: torch.Tensor) -> None:
-    """Add `value` (first player's view, float [B]) to every node on each path.
+def _backup(tree: Tree, path: torch.Tensor, edges: torch.Tensor, value: torch.Tensor) -> None:
+    """Add `value` (first player's view, float [B]) to every node and edge on each path.
 
-    path: long [D, B], node indices from the root down, -1 where a tree's path ended.
+    path: long [D + 1, B], node indices from the root down, -1 past a path's end;
+    edges: long [D, B], flat indices (into [B, N, A]) of the edges from path[d] to
+    path[d + 1] (anything where path[d + 1] is -1). No boolean indexing: entries past
+    a path's end add zero (to the root, or to edge 0 of their tree's root).
     """
-    batch, capacity, actions = tree.batch_size, tree.capacity, tree.num_actions
-    rows = torch.arange(batch, device=path.device).expand_as(path)
-    valid = path >= 0
-    flat = (rows * capacity + path)[valid]
-    signed = (value.expand_as(path))[valid] * tree.mover_sign.view(-1)[flat]
-    tree.visits.view(-1).index_add_(0, flat, torch.ones_like(signed))
+    batch, capacity = tree.batch_size, tree.capacity
+    weight = (path >= 0).float()
+    flat = path.clamp(min=0) + torch.arange(0, batch * capacity, capacity, device=path.device)
+    flat = flat.view(-1)
+    signed = (value * weight).view(-1) * tree.mover_sign.view(-1).index_select(0, flat)
+    tree.visits.view(-1).index_add_(0, flat, weight.view(-1))
     tree.value_sum.view(-1).index_add_(0, flat, signed)
-    # the same for the edges into each node (the root has none)
-    parent = tree.parent.view(-1)[flat]
-    has_parent = parent >= 0
-    edge = ((flat - path[valid] + parent) * actions + tree.action.view(-1)[flat])[has_parent]
-    tree.child_visits.view(-1).index_add_(0, edge, torch.ones_like(signed[has_parent]))
-    tree.child_value_sum.view(-1).index_add_(0, edge, signed[has_parent])
+    # the edge into each node but the root has the same visits and values (the chooser's
+    # view at the parent is the mover's view at the child)
+    edges = edges.view(-1)
+    tree.child_visits.view(-1).index_add_(0, edges, weight[1:].reshape(-1))
+    tree.child_value_sum.view(-1).index_add_(0, edges, signed[batch:])

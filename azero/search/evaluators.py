@@ -20,7 +20,7 @@ class RolloutEvaluator:
         self.game = game
         self.rollouts = rollouts
 
-    def __call__(self, states: State, keys: torch.Tensor) -> tuple[None, torch.Tensor]:
+    def __call__(self, states: State, keys: torch.Tensor, legal: torch.Tensor | None = None) -> tuple[None, torch.Tensor]:
         if self.rollouts == 1:
             return None, self.game.random_playout(states, fold(keys, 0x5EED))
         n = states.batch_size

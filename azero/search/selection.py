@@ -97,4 +97,13 @@ class PUCT:
         return score.masked_fill(~view.legal, -math.inf)
 
     def select(self, view: NodeView) -> torch.Tensor:
-        return self.scores(view).argmax(dim=1)
+        """argmax of `scores`, computed as score / w with w = 2 c(N) sqrt(N) > 0 per tree (the same
+        order), in fewer tensor operations: this runs at every level of every simulation."""
+        n = view.child_visits
+        parent_n = view.visits.clamp(min=1)
+        w = torch.log1p((parent_n + 1.0) * (1.0 / self.c_base)).add_(self.c_init)
+        w = w.mul_(parent_n.sqrt()).mul_(2.0).unsqueeze(1)
+        fpu = (view.q - 2.0 * self.fpu_reduction).clamp_(-1.0, 1.0).unsqueeze(1) / w
+        exploit = torch.where(n > 0, view.child_value_sum / (n * w), fpu)  # 0/0 where n = 0 is not taken
+        score = exploit.add_(view.prior / (n + 1.0))
+        return score.masked_fill_(~view.legal, -math.inf).argmax(dim=1)
