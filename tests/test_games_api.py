@@ -171,3 +171,21 @@ def test_bad_options_are_clear_errors(game):
     with pytest.raises(GameError, match="unknown game"):
         games.make("chess")
     assert games.make_from_spec(game.spec) == game
+
+
+def test_random_orders_are_permutations_drawn_evenly_and_per_game():
+    """The cell orders of random playouts: each row a permutation, all orders of 3 cells about
+    equally likely, and a game's order depends only on its own key (not on the batch)."""
+    from games.random import make_keys, random_orders
+
+    keys = make_keys(7, 60_000)
+    orders = random_orders(keys, 60_000, 3)
+    assert torch.equal(orders.sort(dim=1).values, torch.arange(3).expand(60_000, 3))
+    code = orders[:, 0] * 9 + orders[:, 1] * 3 + orders[:, 2]
+    counts = torch.bincount(code, minlength=27)[code.unique()]
+    assert len(counts) == 6 and (counts - 10_000).abs().max() < 400  # 4 standard deviations
+    big = random_orders(keys[:100], 100, 225)
+    assert torch.equal(big[37], random_orders(keys[37:38], 1, 225)[0])
+    assert len({tuple(row.tolist()) for row in big}) == 100
+    generator_orders = random_orders(torch.Generator().manual_seed(0), 50, 64)
+    assert torch.equal(generator_orders.sort(dim=1).values, torch.arange(64).expand(50, 64))

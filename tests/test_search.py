@@ -187,3 +187,29 @@ def test_puct_select_is_the_argmax_of_its_scores():
             # the same action, or one whose score ties with the best to rounding
             best = scores.max(dim=1).values
             assert torch.allclose(scores.gather(1, chosen.unsqueeze(1)).squeeze(1), best, rtol=1e-5, atol=1e-6)
+
+
+def test_ucb1_select_takes_untried_moves_first_then_the_best_score():
+    """UCB1.select: a random untried legal move while there is one, else the argmax of scores()."""
+    from azero.search.selection import UCB1, NodeView
+
+    rule = UCB1()
+    for seed in range(20):
+        g = torch.Generator().manual_seed(seed)
+        batch, actions = 64, 30
+        legal = torch.rand(batch, actions, generator=g) < 0.8
+        n = legal * torch.randint(1, 40, (batch, actions), generator=g)
+        n[: batch // 2] *= (torch.rand(batch // 2, actions, generator=g) < 0.7)  # some untried moves
+        n = n.float()
+        view = NodeView(
+            visits=n.sum(1) + 1, q=torch.zeros(batch), child_visits=n,
+            child_value_sum=n * (torch.rand(batch, actions, generator=g) * 2 - 1), prior=None, legal=legal,
+            uniform=torch.rand(batch, generator=g),
+        )
+        chosen = rule.select(view)
+        untried = legal & (n == 0)
+        has_untried = untried.any(dim=1)
+        assert untried[has_untried].gather(1, chosen[has_untried].unsqueeze(1)).all()
+        scores = rule.scores(view)[~has_untried]
+        picked = scores.gather(1, chosen[~has_untried].unsqueeze(1)).squeeze(1)
+        assert torch.allclose(picked, scores.max(dim=1).values, rtol=1e-5, atol=1e-6)

@@ -57,16 +57,25 @@ class UCB1:
         return (mean + explore).masked_fill(view.child_visits == 0, -math.inf)  # tried => legal
 
     def select(self, view: NodeView) -> torch.Tensor:
-        untried = view.legal & (view.child_visits == 0)
+        untried = view.child_visits == 0
+        untried &= view.legal
         has_untried = untried.any(dim=1)
         # Most nodes below the root still have untried moves, and roots soon have none:
         # skip the half of the work that no tree needs (two syncs, cheap on a CPU).
         if bool(has_untried.all()):
             return random_true(untried, view.uniform)[0]
-        best = self.scores(view).argmax(dim=1)
+        best = self._best_tried(view)
         if not bool(has_untried.any()):
             return best
         return torch.where(has_untried, random_true(untried, view.uniform)[0], best)
+
+    def _best_tried(self, view: NodeView) -> torch.Tensor:
+        """argmax of `scores` as 2 * score - 1 = W / n + 2c sqrt(ln N) / sqrt(n) (the same order,
+        fewer operations over [B, A]: this runs at every level of every simulation)."""
+        n = view.child_visits.clamp(min=1)
+        weight = torch.log(view.visits.clamp(min=1)).sqrt_().mul_(2.0 * self.c).unsqueeze(1)
+        score = torch.addcmul(view.child_value_sum / n, weight, n.rsqrt_())
+        return score.masked_fill_(view.child_visits == 0, -math.inf).argmax(dim=1)
 
 
 @dataclass(frozen=True)
