@@ -43,6 +43,9 @@ from games.random import fold, make_keys
 from .errors import UserError
 from .search import CRITERIA, UCB1, RolloutEvaluator, Tree, choose, search, search_with_budget, simulate
 from .search.final import max_robust_exists
+from .search.tree import tree_bytes
+
+_SPARE_TREE_BYTES = 512 << 20  # players keep their last search tree for reuse up to this size
 
 RESIGN = -2  # a player's answer for a game it gives up (NO_ACTION is -1)
 
@@ -137,6 +140,7 @@ class UCTPlayer(Player):
         self.evaluator = RolloutEvaluator(game)
         options = ([f"c={c:g}"] if c != math.sqrt(2.0) else []) + ([f"final={final}"] if final != "robust" else [])
         self.spec = f"uct:{iterations}" + (":" + ",".join(options) if options else "")
+        self._spare: Tree | None = None  # the last search's tree, whose memory the next one reuses
 
     def analyse(self, states, keys=None, *, simulations=None, seconds=None, on_progress=None, should_stop=None):
         keys = self._keys(states, keys)
@@ -149,7 +153,10 @@ class UCTPlayer(Player):
             final = "robust" if self.final == "max-robust" else self.final
             return Analysis.from_tree(tree, self._choose(final, tree))
         extra = int(self.iterations * self.max_robust_extra) if self.final == "max-robust" else 0
-        tree = search(self.game, states, self.evaluator, self.rule, self.iterations, keys, extra_capacity=extra)
+        tree = search(self.game, states, self.evaluator, self.rule, self.iterations, keys, extra_capacity=extra,
+                      reuse=self._spare)
+        # Keep it for the next move unless it is big: then two players' trees would both stay in memory.
+        self._spare = tree if tree_bytes(tree) <= _SPARE_TREE_BYTES else None
         if self.final == "max-robust":
             action = self._search_until_max_robust(tree, extra)
         else:

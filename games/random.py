@@ -73,6 +73,17 @@ def uniform(source: Source, shape: tuple[int, int], device="cpu") -> torch.Tenso
     return torch.rand(shape, generator=source, device=device)
 
 
+def step_keys(keys: torch.Tensor, counter: torch.Tensor) -> torch.Tensor:
+    """New keys from keys that are already hashes and a per-game counter (long [B]), with one
+    hash instead of fold's two: for loops that make keys at every step."""
+    return _hash32(keys * 0x9E3779B1 + counter)
+
+
+def uniform_draw(keys: torch.Tensor, tag: int) -> torch.Tensor:
+    """One uniform float in [0, 1) per key (float32 [B]) for each small integer tag, one hash each."""
+    return (_hash32(keys + ((tag + 1) * 0x632BE5AB & _MASK32)) >> 8).to(torch.float32).mul_(1.0 / (1 << 24))
+
+
 def subset(source: Source, rows) -> Source:
     """The source for a subset of the games (keys are selected; a generator is shared)."""
     if isinstance(source, torch.Tensor):

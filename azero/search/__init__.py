@@ -45,11 +45,13 @@ def search(
     *,
     root_prior: torch.Tensor | None = None,
     extra_capacity: int = 0,
+    reuse: Tree | None = None,
 ) -> Tree:
     """Search each root with `num_simulations` simulations; returns the trees.
 
     roots: State [B] (unfinished games); keys: long [B] per-tree random keys;
-    root_prior: float [B, A] (e.g. the network's policy with Dirichlet noise).
+    root_prior: float [B, A] (e.g. the network's policy with Dirichlet noise);
+    reuse: an earlier tree nobody reads any more, whose memory the new one may take.
     """
     tree = new_tree(
         game,
@@ -58,6 +60,7 @@ def search(
         keys=keys,
         root_prior=root_prior,
         with_prior=rule.uses_prior,
+        reuse=reuse,
     )
     return simulate(tree, game, evaluator, rule, num_simulations)
 

@@ -19,12 +19,11 @@ from typing import Callable, Protocol
 import torch
 
 from games import Game, State, player_sign
-from games.random import fold, uniform
+from games.random import step_keys, uniform_draw
 
 from .selection import NodeView
 from .tree import Tree
 
-_DRAWS = 8  # random numbers drawn at once per simulation for the selection levels
 _SIGNS: dict = {}
 
 
@@ -61,7 +60,7 @@ def _rows(array: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
     return array.view(-1, *array.shape[2:]).index_select(0, flat)
 
 
-def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor) -> NodeView:
+def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor, active: torch.Tensor | None = None) -> NodeView:
     """The NodeView of node `flat` (index b * N + n) of each tree."""
     visits = _rows(tree.visits, flat)
     if tree.prior is not None:  # only PUCT's first-play urgency needs the node's own value
@@ -76,6 +75,7 @@ def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor) -> No
         prior=None if tree.prior is None else _rows(tree.prior, flat),
         legal=_rows(tree.legal, flat),
         uniform=uniform_draw,
+        active=active,
     )
 
 
@@ -99,10 +99,8 @@ def simulate(
     for _ in range(num_simulations):
         if check_full and int(tree.next_node.max()) >= capacity:
             raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
-        # each tree's own simulation counter, for rules and evaluators that draw random numbers
-        sim_keys = fold(tree.keys, tree.visits[:, 0].long()) if needs_keys else None
-        # random numbers for the first levels, for rules that use them (UCB1's untried moves)
-        draws = uniform(sim_keys, (batch, _DRAWS)) if rule.uses_uniform else None
+        # keys from each tree's own simulation counter, for rules and evaluators that draw random numbers
+        sim_keys = step_keys(tree.keys, tree.visits[:, 0].long()) if needs_keys else None
         # -- select ------------------------------------------------------------------------
         # path[d]: the node at depth d of each tree's path, -1 past its end; the node a tree
         # expands (next_node, known in advance) sits at its depth. edges[d]: the edge from
@@ -115,13 +113,8 @@ def simulate(
         depth = 0
         while True:
             flat = base + node
-            if draws is None:
-                draw = None
-            elif depth < _DRAWS:
-                draw = draws[:, depth]
-            else:
-                draw = uniform(fold(sim_keys, depth), (batch, 1)).squeeze(1)
-            action = rule.select(_node_view(tree, flat, draw))
+            draw = uniform_draw(sim_keys, depth) if rule.uses_uniform else None  # UCB1's untried moves
+            action = rule.select(_node_view(tree, flat, draw, active if depth else None))
             edge = flat * actions + action
             child = tree.children.view(-1).index_select(0, edge).long()
             open_node = active & ~tree.terminal.view(-1).index_select(0, flat)
@@ -185,11 +178,11 @@ def _expand(
         array.view(-1, *array.shape[2:]).index_copy_(0, new_flat, values)
 
     tree.states.put_(new_flat, states)
-    put(tree.to_play, states.to_play)
     signs = _signs(states.device)
     mover = signs.index_select(0, parent_states.to_play)
     put(tree.mover_sign, mover)
-    put(tree.q_sign, mover * signs.index_select(0, states.to_play))
+    if tree.prior is not None:  # only PUCT's first-play urgency reads q_sign
+        put(tree.q_sign, mover * signs.index_select(0, states.to_play))
     put(tree.parent, parent)
     put(tree.action, action)
     put(tree.legal, legal)

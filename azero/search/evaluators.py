@@ -22,7 +22,7 @@ class RolloutEvaluator:
 
     def __call__(self, states: State, keys: torch.Tensor, legal: torch.Tensor | None = None) -> tuple[None, torch.Tensor]:
         if self.rollouts == 1:
-            return None, self.game.random_playout(states, fold(keys, 0x5EED))
+            return None, self.game.random_playout(states, keys ^ 0x5EED)  # playouts hash their keys
         n = states.batch_size
         many = states.repeat_interleave(self.rollouts)
         many_keys = fold(keys.repeat_interleave(self.rollouts), torch.arange(self.rollouts).repeat(n))

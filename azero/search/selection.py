@@ -27,6 +27,8 @@ class NodeView(NamedTuple):
     prior:           float [B, A] or None
     legal:           bool  [B, A]
     uniform:         float [B]     one uniform random number per tree for tie-breaks
+    active:          bool  [B]     the trees whose choice is used (None: all); a rule may
+                                   return anything in range for the others
     """
 
     visits: torch.Tensor
@@ -36,6 +38,7 @@ class NodeView(NamedTuple):
     prior: torch.Tensor | None
     legal: torch.Tensor
     uniform: torch.Tensor
+    active: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,8 @@ class UCB1:
         has_untried = untried.any(dim=1)
         # Most nodes below the root still have untried moves, and roots soon have none:
         # skip the half of the work that no tree needs (two syncs, cheap on a CPU).
-        if bool(has_untried.all()):
+        # Trees whose path has ended (not active) need no answer: count them with either side.
+        if bool(has_untried.all()) or (view.active is not None and bool((has_untried | ~view.active).all())):
             return random_true(untried, view.uniform)[0]
         best = self._best_tried(view)
         if not bool(has_untried.any()):

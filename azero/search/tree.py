@@ -14,6 +14,7 @@ who chooses at its parent.  Leaf evaluations arrive from the first player's view
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -27,9 +28,9 @@ class Tree:
 
     Fields:
       states:          State [B * N]   the position at each node (flat: tree b, node n -> b * N + n)
-      to_play:         long  [B, N]    player to move at the node
       mover_sign:      float [B, N]    +1 if the first player moved into the node, else -1
       q_sign:          float [B, N]    turns the node's value into the view of the player to move there
+                                       (kept only in trees with priors: PUCT's first-play urgency)
       parent:          long  [B, N]    parent node, -1 for the root and unused nodes
       action:          long  [B, N]    action from the parent, -1 for the root
       visits:          float [B, N]    simulations through the node
@@ -46,7 +47,6 @@ class Tree:
     """
 
     states: State
-    to_play: torch.Tensor
     mover_sign: torch.Tensor
     q_sign: torch.Tensor
     parent: torch.Tensor
@@ -113,54 +113,90 @@ def new_tree(
     keys: torch.Tensor,
     root_prior: torch.Tensor | None = None,
     with_prior: bool = True,
+    reuse: Tree | None = None,
 ) -> Tree:
     """An empty tree for each root (B roots, `capacity` nodes, root at node 0).
 
     roots: State [B] of unfinished games; keys: long [B]; root_prior: float [B, A]
     (probabilities; uniform over legal actions if None); with_prior: keep priors at all.
+    reuse: an earlier tree that nobody reads any more; arrays of the right shape are
+    refilled in place instead of allocated (the arrays run to hundreds of megabytes, and
+    a fresh allocation's first touch costs several times a refill).
     """
     batch, nodes, actions = roots.batch_size, capacity, game.num_actions
     device = roots.device
     if bool(roots.done.any()):
         raise ValueError("search was asked to search a finished game")
-    states = roots.repeat_interleave(nodes)
+    states = _refill_states(reuse.states, roots, nodes) if reuse is not None else None
+    if states is None:
+        states = roots.repeat_interleave(nodes)
 
-    def full(shape, value, dtype=torch.float32):
+    def full(name, shape, value, dtype=torch.float32):
+        old = getattr(reuse, name, None)
+        if old is not None and old.shape == shape and old.dtype == dtype and old.device == device:
+            return old.fill_(value)
         return torch.full(shape, value, dtype=dtype, device=device)
 
-    legal = full((batch, nodes, actions), False, torch.bool)
+    mover = full("mover_sign", (batch, nodes), 0.0)
+    mover[:, 0] = -player_sign(roots.to_play).float()
+    q_sign = full("q_sign", (batch, nodes), 0.0)
+    q_sign[:, 0] = -1.0
+    parent = full("parent", (batch, nodes), -1, torch.long)
+    action = full("action", (batch, nodes), -1, torch.long)
+    visits = full("visits", (batch, nodes), 0.0)
+    value_sum = full("value_sum", (batch, nodes), 0.0)
+    terminal = full("terminal", (batch, nodes), False, torch.bool)
+    terminal_value = full("terminal_value", (batch, nodes), 0.0)
+    legal = full("legal", (batch, nodes, actions), False, torch.bool)
     legal[:, 0] = game.legal_mask(roots)
+    children = full("children", (batch, nodes, actions), -1, torch.int32)
+    child_visits = full("child_visits", (batch, nodes, actions), 0.0)
+    child_value_sum = full("child_value_sum", (batch, nodes, actions), 0.0)
     prior = None
     if with_prior:
-        prior = full((batch, nodes, actions), 0.0)
+        prior = full("prior", (batch, nodes, actions), 0.0)
         if root_prior is None:
             root_prior = legal[:, 0].float() / legal[:, 0].sum(dim=1, keepdim=True).clamp(min=1)
         prior[:, 0] = root_prior
-    to_play = full((batch, nodes), 0, torch.long)
-    to_play[:, 0] = roots.to_play
-    mover = full((batch, nodes), 0.0)
-    mover[:, 0] = -player_sign(roots.to_play).float()
-    q_sign = full((batch, nodes), 0.0)
-    q_sign[:, 0] = -1.0
     return Tree(
         states=states,
-        to_play=to_play,
         mover_sign=mover,
         q_sign=q_sign,
-        parent=full((batch, nodes), -1, torch.long),
-        action=full((batch, nodes), -1, torch.long),
-        visits=full((batch, nodes), 0.0),
-        value_sum=full((batch, nodes), 0.0),
-        terminal=full((batch, nodes), False, torch.bool),
-        terminal_value=full((batch, nodes), 0.0),
+        parent=parent,
+        action=action,
+        visits=visits,
+        value_sum=value_sum,
+        terminal=terminal,
+        terminal_value=terminal_value,
         legal=legal,
-        children=full((batch, nodes, actions), -1, torch.int32),
-        child_visits=full((batch, nodes, actions), 0.0),
-        child_value_sum=full((batch, nodes, actions), 0.0),
+        children=children,
+        child_visits=child_visits,
+        child_value_sum=child_value_sum,
         prior=prior,
-        next_node=full((batch,), 1, torch.long),
+        next_node=torch.ones(batch, dtype=torch.long, device=device),
         keys=keys.to(device),
     )
+
+
+def tree_bytes(tree: Tree) -> int:
+    """The memory the tree's arrays take."""
+    arrays = [getattr(tree, f.name) for f in dataclasses.fields(tree) if f.name != "states"]
+    arrays += [getattr(tree.states, f.name) for f in dataclasses.fields(tree.states)]
+    return sum(a.numel() * a.element_size() for a in arrays if a is not None)
+
+
+def _refill_states(old: State, roots: State, nodes: int) -> State | None:
+    """`roots.repeat_interleave(nodes)` written into `old` if it has the same layout, else None."""
+    batch = roots.batch_size
+    if type(old) is not type(roots) or old.batch_size != batch * nodes:
+        return None
+    pairs = [(getattr(old, f.name), getattr(roots, f.name)) for f in dataclasses.fields(roots)]
+    if any(dst.shape[1:] != src.shape[1:] or dst.dtype != src.dtype or dst.device != src.device for dst, src in pairs):
+        return None
+    for dst, src in pairs:
+        rest = src.shape[1:]
+        dst.view(batch, nodes, *rest).copy_(src.unsqueeze(1).expand(batch, nodes, *rest))
+    return old
 
 
 def _gather_nodes(array: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
@@ -213,7 +249,6 @@ def subtree(tree: Tree, actions: torch.Tensor) -> tuple[Tree, torch.Tensor]:
     return (
         Tree(
             states=tree.states.take(flat_old),
-            to_play=nodes_of(tree.to_play, 0),
             mover_sign=nodes_of(tree.mover_sign, 0.0),
             q_sign=nodes_of(tree.q_sign, 0.0),
             parent=parent,
@@ -237,7 +272,7 @@ def subtree(tree: Tree, actions: torch.Tensor) -> tuple[Tree, torch.Tensor]:
 def replace_rows(tree: Tree, rows: torch.Tensor, other: Tree) -> Tree:
     """In place: trees `rows` (long [n]) become the trees of `other` (a Tree of n rows, same capacity)."""
     nodes = tree.capacity
-    for name in ("to_play", "mover_sign", "q_sign", "parent", "action", "visits", "value_sum", "terminal",
+    for name in ("mover_sign", "q_sign", "parent", "action", "visits", "value_sum", "terminal",
                  "terminal_value", "legal", "children", "child_visits", "child_value_sum", "next_node", "keys"):
         getattr(tree, name).index_copy_(0, rows, getattr(other, name))
     if tree.prior is not None:
@@ -269,7 +304,6 @@ def grow(tree: Tree, capacity: int) -> Tree:
 
     return Tree(
         states=tree.states._map(widen_state),
-        to_play=widen(tree.to_play, 0),
         mover_sign=widen(tree.mover_sign, 0.0),
         q_sign=widen(tree.q_sign, 0.0),
         parent=widen(tree.parent, -1),
