@@ -91,6 +91,10 @@ def completes_line(
     return hit.any(dim=1)
 
 
+_LATE_BIT = 10  # 2^10 = 1,024 > the most cells a board has (19 x 19 = 361)
+_LATE = 1 << _LATE_BIT
+
+
 def permutation_playout(
     board_flat: torch.Tensor,
     to_play_color: torch.Tensor,
@@ -114,31 +118,40 @@ def permutation_playout(
     batch, cells = board_flat.shape
     device = board_flat.device
     occupied = board_flat != 0
-    # Empty cells get times 0, 1, 2, ... in a random order; stones already there all get -1.
     order = random_orders(source, batch, cells, device)  # long [B, cells]
     empty_in_order = (~occupied).gather(1, order)
+    count, k = windows.shape
+    flat = windows.reshape(-1)
+    if not exact:
+        # Ticks: empty cells get 1, 2, 3, ... in the drawn order, stones already there 0.
+        tick = torch.empty((batch, cells), dtype=torch.int16, device=device)
+        tick.scatter_(1, order, torch.cumsum(empty_in_order, dim=1, dtype=torch.int16).mul_(empty_in_order))
+        # The player to move places the odd ticks. Each cell's value is its tick, plus
+        # LATE (a power of two above every tick) if it is O's: then the value of a window
+        # for X (the latest of its cells) is below LATE only if X owns it all, and that
+        # is when X completes it; flipping the LATE bit gives the same for O.
+        mover_is_x = (to_play_color == 1).view(batch, 1)
+        is_o = torch.where(occupied, board_flat == -1, ((tick & 1) == 1) ^ mover_is_x)
+        value = tick.bitwise_or_(is_o.to(torch.int16) << _LATE_BIT)
+        # Cells first and the batch last from here: index_select then copies whole rows,
+        # far faster on a CPU than gathering inside each row. Row `cells` is a pad.
+        both = torch.empty((cells + 1, 2, batch), dtype=torch.int16, device=device)
+        both[:cells, 0] = value.t()
+        torch.bitwise_xor(both[:cells, 0], _LATE, out=both[:cells, 1])
+        both[cells] = 2 * _LATE - 1
+        both = both.view(cells + 1, 2 * batch)
+        done_at = both.index_select(0, flat).view(count, k, 2 * batch).amax(dim=1)  # [N, 2B]
+        first_x, first_o = done_at.amin(dim=0).view(2, batch)
+        x_wins = ((first_x < first_o) & (first_x < _LATE)).to(torch.int8)
+        o_wins = ((first_o < first_x) & (first_o < _LATE)).to(torch.int8)
+        return x_wins - o_wins  # neither completed a window: a draw
+    # Empty cells get times 0, 1, 2, ... in the drawn order; stones already there all get -1.
     slot = torch.cumsum(empty_in_order, dim=1, dtype=torch.int16).sub_(1)
     time = torch.empty((batch, cells), dtype=torch.int16, device=device)
     time.scatter_(1, order, slot.masked_fill_(~empty_in_order, -1))
     # The player to move places the stones of even times: colour = to_play * (1 - 2 * (time & 1)).
     placed = to_play_color.view(batch, 1) * (1 - 2 * (time & 1)).to(torch.int8)
     color = torch.where(occupied, board_flat, placed)
-    count, k = windows.shape
-    flat = windows.reshape(-1)
-    # From here cells come first and the batch last: index_select then copies whole
-    # rows, far faster on a CPU than gathering inside each row. Row `cells` is a pad.
-    if not exact:
-        # The time a colour completes a window is the latest time among its cells,
-        # counting the other colour's cells as late (time + late >= late - 1 > any real time).
-        late = 2 * cells + 2
-        color16 = color.to(torch.int16)
-        own_time = torch.stack([time + (1 - color16) * (late // 2), time + (1 + color16) * (late // 2)])
-        own_time = torch.cat([own_time.permute(2, 0, 1).reshape(cells, 2 * batch), own_time.new_full((1, 2 * batch), late)])
-        filled_at = own_time.index_select(0, flat).view(count, k, 2 * batch).amax(dim=1)  # [N, 2B]
-        first_x, first_o = filled_at.amin(dim=0).view(2, batch)
-        x_wins = ((first_x < first_o) & (first_x < cells)).to(torch.int8)
-        o_wins = ((first_o < first_x) & (first_o < cells)).to(torch.int8)
-        return x_wins - o_wins  # neither completed a window: a draw
     never = torch.tensor(cells + 1, dtype=torch.int16, device=device)
     color_t = torch.cat([color.t(), color.new_zeros(1, batch)])
     time_t = torch.cat([time.t(), never.expand(1, batch)])
