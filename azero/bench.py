@@ -199,6 +199,7 @@ def _learner_parts():
 def bench_puct(seconds: float, repeats: int) -> dict:
     """PUCT simulations per second against the same network's bare forward passes, same batch."""
     from .agent import NetworkSearch
+    from .network import as_network_input
 
     config, game, net = _learner_parts()
     batch, sims = config.selfplay.games, config.search.simulations
@@ -214,7 +215,7 @@ def bench_puct(seconds: float, repeats: int) -> dict:
     planes, legal = game.encode(roots), game.legal_mask(roots)
     dtype = searcher.evaluator.dtype_for(batch)  # what the search calls: frozen on the CPU, maybe bfloat16
     module = searcher.evaluator.module(planes, legal, dtype)
-    planes = planes.to(dtype)
+    planes = as_network_input(planes, dtype)
 
     def forward() -> float:
         with torch.inference_mode():

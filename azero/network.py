@@ -97,6 +97,17 @@ def masked_softmax(logits: torch.Tensor) -> torch.Tensor:
     return torch.softmax(logits, dim=1).nan_to_num_(0.0)
 
 
+def _layout(dtype: torch.dtype) -> torch.memory_format:
+    """bfloat16 convolutions run in channels-last layout (oneDNN's own: no reorders; 1.2x
+    faster here at batch 128); float32 ones are converted to oneDNN's layout when frozen."""
+    return torch.channels_last if dtype == torch.bfloat16 else torch.contiguous_format
+
+
+def as_network_input(planes: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Planes in the dtype and layout the inference module for `dtype` takes."""
+    return planes.to(dtype).contiguous(memory_format=_layout(dtype))
+
+
 PRECISIONS = ("auto", "float32", "bfloat16")
 BFLOAT16_MIN_BATCH = 16
 
@@ -164,17 +175,20 @@ class NetworkEvaluator:
         version = self._weights_version()
         cached = self._frozen.get(dtype)
         if cached is None or cached[0] != version:
-            net = self.net if dtype == torch.float32 else copy.deepcopy(self.net).to(dtype)
-            module = net
-            if frozen:
-                try:
-                    with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
+            # normal tensors even when called under inference mode (the search runs in it)
+            with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
+                net = self.net
+                if dtype != torch.float32:
+                    net = copy.deepcopy(self.net).to(dtype, memory_format=_layout(dtype))
+                module = net
+                if frozen:
+                    try:
                         warnings.simplefilter("ignore")
-                        example = (planes.to(dtype), legal.clone())
+                        example = (as_network_input(planes, dtype), legal.clone())
                         traced = torch.jit.trace(net, example, check_trace=False)
                         module = torch.jit.optimize_for_inference(torch.jit.freeze(traced))
-                except Exception:  # an unusual torch build: eager mode is always right
-                    self._can_freeze = False
+                    except Exception:  # an unusual torch build: eager mode is always right
+                        self._can_freeze = False
             cached = self._frozen[dtype] = (version, module)
         return cached[1]
 
@@ -187,7 +201,7 @@ class NetworkEvaluator:
         dtype = self.dtype_for(states.batch_size)
         module = self.module(planes, legal, dtype)
         with torch.inference_mode():
-            logits, value = module(planes.to(dtype), legal)
+            logits, value = module(as_network_input(planes, dtype), legal)
             self.calls += 1
             self.positions += states.batch_size
             prior = masked_softmax(logits.float()).to(states.device)

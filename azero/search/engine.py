@@ -89,6 +89,14 @@ def simulate(
     progress: Callable[[int], None] | None = None,
 ) -> Tree:
     """Run `num_simulations` simulations in each of the B trees (in place); returns the tree."""
+    # Under inference mode the many small tensor operations skip autograd's bookkeeping
+    # (about a microsecond each). The tree's arrays stay normal tensors: they are only
+    # written in place here, and what is created here does not outlive the call.
+    with torch.inference_mode():
+        return _simulate(tree, game, evaluator, rule, num_simulations, progress)
+
+
+def _simulate(tree, game, evaluator, rule, num_simulations, progress) -> Tree:
     batch, capacity, actions = tree.batch_size, tree.capacity, tree.num_actions
     device = tree.visits.device
     rows = torch.arange(batch, device=device)
