@@ -28,8 +28,9 @@ from .players import make as make_player
 
 
 class LadderEvaluator:
-    def __init__(self, game: Game, config: EvaluationConfig, seed: int = 0, device="cpu"):
+    def __init__(self, game: Game, config: EvaluationConfig, seed: int = 0, device="cpu", precision: str = "auto"):
         self.game, self.config, self.seed, self.device = game, config, seed, device
+        self.precision = precision  # the network's arithmetic in the search (search.precision)
         self.rungs = [f"uct:{rung}" if isinstance(rung, int) else rung for rung in config.ladder]
         self.level = 0
         self.records: list[tuple[str, str, float, int]] = []
@@ -42,7 +43,7 @@ class LadderEvaluator:
     def evaluate(self, net: PolicyValueNet, iteration: int, *, progress: bool = True) -> dict[str, float]:
         config = self.config
         name = f"az@{iteration}"
-        player = AZPlayer(self.game, net, config.simulations, device=self.device, name=name)
+        player = AZPlayer(self.game, net, config.simulations, device=self.device, name=name, precision=self.precision)
         count = min(config.opponents, len(self.rungs))
         start = min(self.level, len(self.rungs) - count)
         chosen = self.rungs[start : start + count]
@@ -63,7 +64,8 @@ class LadderEvaluator:
         if self.previous is not None and config.previous_games:
             earlier = PolicyValueNet(net.config, self.game).to(self.device).eval()
             earlier.load_state_dict(self.previous[1])
-            opponent = AZPlayer(self.game, earlier, config.simulations, device=self.device, name=self.previous[0])
+            opponent = AZPlayer(self.game, earlier, config.simulations, device=self.device, name=self.previous[0],
+                                precision=self.precision)
             result = play_match(self.game, player, opponent, config.previous_games,
                                 seed=self.seed * 1000 + iteration + 500, progress=progress,
                                 description=f"eval vs {self.previous[0]}", opening_plies=config.opening_plies)

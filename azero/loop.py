@@ -116,7 +116,8 @@ class Run:
         self.buffer = ReplayBuffer(self.game, config.replay.capacity)
         self.selfplay = SelfPlay(self.game, self.net, config.search, config.selfplay, device=device,
                                  seed=config.run.seed)
-        self.evaluator = LadderEvaluator(self.game, config.evaluation, seed=config.run.seed, device=device)
+        self.evaluator = LadderEvaluator(self.game, config.evaluation, seed=config.run.seed, device=device,
+                                         precision=config.search.precision)
         self.sample_generator = torch.Generator().manual_seed(config.run.seed)
         self.iteration = 0
         self.positions = 0

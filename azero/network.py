@@ -152,7 +152,7 @@ class NetworkEvaluator:
         self.precision = precision
         self.calls = 0
         self.positions = 0
-        self._frozen: dict[torch.dtype, tuple] = {}  # dtype -> (weights version, module)
+        self._frozen: dict[tuple, tuple] = {}  # (dtype, training) -> (weights version, module)
         self._can_freeze = self.device.type == "cpu"
         self._bf16_auto = self.device.type == "cpu" and native_bfloat16()
         self._weights = list(itertools.chain(net.parameters(), net.buffers()))
@@ -174,7 +174,8 @@ class NetworkEvaluator:
         if not frozen and dtype == torch.float32:
             return self.net
         version = self._weights_version()
-        cached = self._frozen.get(dtype)
+        key = (dtype, self.net.training)  # a copy made in training mode keeps its batch-norm behaviour
+        cached = self._frozen.get(key)
         if cached is None or cached[0] != version:
             # normal tensors even when called under inference mode (the search runs in it)
             with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
@@ -190,7 +191,7 @@ class NetworkEvaluator:
                         module = torch.jit.optimize_for_inference(torch.jit.freeze(traced))
                     except Exception:  # an unusual torch build: eager mode is always right
                         self._can_freeze = False
-            cached = self._frozen[dtype] = (version, module)
+            cached = self._frozen[key] = (version, module)
         return cached[1]
 
     def __call__(

@@ -189,6 +189,9 @@ class UCTPlayer(Player):
     def act(self, states, keys=None):
         return self.analyse(states, keys).action
 
+    def close(self) -> None:
+        self._spare = None
+
 
 def _live(on_progress, player):
     """Turn an on_progress(analysis) callback into the search's on_progress(tree)."""

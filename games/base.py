@@ -56,7 +56,8 @@ def stone_colors(device) -> torch.Tensor:
     `stone_colors(device).index_select(0, to_play)` is one operation in a hot loop."""
     device = torch.device(device)
     if device not in _STONE_COLORS:
-        _STONE_COLORS[device] = torch.tensor([1, -1], dtype=torch.int8, device=device)
+        with torch.inference_mode(False):  # a cache that outlives the search that may first ask for it
+            _STONE_COLORS[device] = torch.tensor([1, -1], dtype=torch.int8, device=device)
     return _STONE_COLORS[device]
 
 

@@ -110,6 +110,7 @@ def permutation_playout(
     stops at the first completed line.  So draw one random order, give each empty
     cell its time and colour, and find the earliest completed window: the same
     distribution of outcomes as stepping move by move (tested against stepping).
+    The orders come from `random_orders` (2^24 of them per board size, each as likely).
 
     board_flat: int8 [B, H*W] of unfinished games; to_play_color: int8 [B] (+1 / -1);
     source: a torch.Generator or per-game keys long [B].

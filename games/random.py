@@ -8,11 +8,9 @@ and batch independence is testable exactly.  New keys for each use are derived
 with `fold(keys, tag)`, in the manner of splittable counter-based generators
 (as in JAX), with a 32-bit integer hash (lowbias32).
 
-Many numbers per game (a row of `uniform`) are read from a fixed table of 2^16
-uniform floats (drawn once from torch's generator with a fixed seed; 256 KB, so it
-stays in the CPU's cache) along an arithmetic progression whose start and odd stride
-are hashes of the key: one index operation per number instead of a dozen integer
-operations. Random playouts take their orders of the cells from `random_orders`.
+Hot loops draw one number per game at a time (`uniform` with one column,
+`uniform_draw`); random playouts take their orders of the cells from
+`random_orders`, two lookups in fixed tables of permutations.
 """
 
 from __future__ import annotations
@@ -46,30 +44,14 @@ def fold(keys: torch.Tensor, data) -> torch.Tensor:
     return _hash32(keys * 0x9E3779B1 + _hash32(data + 0x632BE5AB))
 
 
-_TABLE_BITS = 16
-_TABLES: dict[str, torch.Tensor] = {}
-
-
-def _table(device: torch.device) -> torch.Tensor:
-    key = str(device)
-    if key not in _TABLES:
-        generator = torch.Generator().manual_seed(0x5EED)
-        values = torch.randint(0, 1 << 24, (1 << _TABLE_BITS,), generator=generator, dtype=torch.int32)
-        _TABLES[key] = (values.to(torch.float32) * (1.0 / (1 << 24))).to(device)
-    return _TABLES[key]
-
-
 def uniform(source: Source, shape: tuple[int, int], device="cpu") -> torch.Tensor:
     """Uniform floats in [0, 1) (multiples of 2^-24), float32 [B, n]; with keys, row i depends only on keys[i]."""
     if isinstance(source, torch.Tensor):
         batch, n = shape
-        start = _hash32(source)
         if n == 1:
-            return (start >> 8).to(torch.float32).mul_(1.0 / (1 << 24)).view(batch, 1)
-        stride = _hash32(source ^ 0x5BD1E995) | 1  # odd: n < 2^16 steps never repeat an entry
-        steps = torch.arange(n, dtype=torch.long, device=source.device)
-        index = (start.view(-1, 1) + steps.view(1, -1) * stride.view(-1, 1)) & ((1 << _TABLE_BITS) - 1)
-        return _table(source.device)[index]
+            return (_hash32(source) >> 8).to(torch.float32).mul_(1.0 / (1 << 24)).view(batch, 1)
+        columns = torch.arange(n, dtype=torch.long, device=source.device) * 0x632BE5AB
+        return (_hash32(source.view(-1, 1) + columns) >> 8).to(torch.float32).mul_(1.0 / (1 << 24))
     return torch.rand(shape, generator=source, device=device)
 
 
@@ -119,10 +101,11 @@ _ORDERS: dict = {}
 def _order_tables(cells: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     key = (cells, str(device))
     if key not in _ORDERS:
-        generator = torch.Generator().manual_seed(0x0DE5 + cells)
-        size = 1 << _ORDER_BITS
-        first, second = (torch.rand(size, cells, generator=generator).argsort(dim=1).to(torch.int16) for _ in range(2))
-        _ORDERS[key] = (first.to(device), second.to(device))
+        with torch.inference_mode(False):  # a cache that outlives the search that may first ask for it
+            generator = torch.Generator().manual_seed(0x0DE5 + cells)
+            size = 1 << _ORDER_BITS
+            first, second = (torch.rand(size, cells, generator=generator).argsort(dim=1).to(torch.int16) for _ in range(2))
+            _ORDERS[key] = (first.to(device), second.to(device))
     return _ORDERS[key]
 
 
@@ -141,7 +124,7 @@ def random_orders(source: Source, batch: int, cells: int, device="cpu") -> torch
         hashed = _hash32(source ^ 0x2545F491)
         pick_first, pick_second = hashed & mask, (hashed >> _ORDER_BITS) & mask
     else:
-        pick = torch.randint(0, 1 << _ORDER_BITS, (2, batch), generator=source, device="cpu").to(device)
+        pick = torch.randint(0, 1 << _ORDER_BITS, (2, batch), generator=source, device=source.device).to(device)
         pick_first, pick_second = pick[0], pick[1]
     inner = second.index_select(0, pick_second).long()
     return first.index_select(0, pick_first).gather(1, inner).long()

@@ -165,12 +165,22 @@ def test_encode_is_from_the_view_of_the_player_to_move():
     assert x[0, 0, 4] == 1 and x[1, 4, 0] == 1 and x[1, 2, 2] == 1 and x[2, 2, 2] == 1
 
 
-@pytest.mark.parametrize("spec", ["tictactoe", "gomoku:size=5,k=4", "gomoku:size=5,k=3,rule=standard"])
-def test_fast_playout_has_the_distribution_of_stepping(spec):
+@pytest.mark.parametrize(
+    "spec, opening",
+    [
+        ("tictactoe", [0]),
+        ("gomoku:size=5,k=4", [0]),
+        ("gomoku:size=5,k=3,rule=standard", [0]),
+        ("gomoku:size=5,k=4", [12, 6, 18]),  # X to move, stones of both colours on the board
+        ("gomoku:size=5,k=4,rule=standard", [12, 6, 18, 7]),
+    ],
+)
+def test_fast_playout_has_the_distribution_of_stepping(spec, opening):
     """The permutation playout and move-by-move random play give the same outcome frequencies."""
     g = games.make_from_spec(spec)
     s = g.initial_state(1)
-    s = g.step(s, torch.tensor([0]))
+    for action in opening:
+        s = g.step(s, torch.tensor([action]))
     n = 20000
     many = s.repeat_interleave(n)
     fast = g.random_playout(many, make_keys(1, n))

@@ -213,3 +213,39 @@ def test_ucb1_select_takes_untried_moves_first_then_the_best_score():
         scores = rule.scores(view)[~has_untried]
         picked = scores.gather(1, chosen[~has_untried].unsqueeze(1)).squeeze(1)
         assert torch.allclose(picked, scores.max(dim=1).values, rtol=1e-5, atol=1e-6)
+
+
+def test_a_tree_refilled_in_place_equals_a_new_one():
+    """new_tree(reuse=old) writes into the old arrays and gives exactly the tree a fresh call gives."""
+    import dataclasses
+
+    from azero.search.tree import new_tree
+
+    g = games.make("gomoku", size=6, k=4)
+    roots = g.step(g.initial_state(3), torch.tensor([0, 7, 14]))
+    old = search(g, g.initial_state(3), RolloutEvaluator(g), UCB1(), 20, make_keys(1, 3))
+    fresh = new_tree(g, roots, 21, make_keys(2, 3), with_prior=False)
+    reused = new_tree(g, roots, 21, make_keys(2, 3), with_prior=False, reuse=old)
+    assert reused.children.data_ptr() == old.children.data_ptr()  # the memory was taken over
+    for f in dataclasses.fields(fresh):
+        a, b = getattr(fresh, f.name), getattr(reused, f.name)
+        assert a.equal(b) if isinstance(a, torch.Tensor) else (a is None and b is None) or a.equal(b), f.name
+    other_size = new_tree(g, roots, 9, make_keys(2, 3), with_prior=False, reuse=old)  # shapes differ: new arrays
+    assert other_size.children.shape == (3, 9, 36) and other_size.children.data_ptr() != old.children.data_ptr()
+
+
+def test_ucb1_answers_only_active_trees_when_told_which():
+    """Trees whose path has ended (inactive) do not make UCB1 score tried moves for the others."""
+    from azero.search.selection import UCB1, NodeView
+
+    batch, actions = 8, 5
+    n = torch.ones(batch, actions)
+    n[:4, 2] = 0  # trees 0-3 have one untried move (2); trees 4-7 have tried everything
+    legal = torch.ones(batch, actions, dtype=torch.bool)
+    view = NodeView(visits=n.sum(1), q=torch.zeros(batch), child_visits=n, child_value_sum=torch.zeros(batch, actions),
+                    prior=None, legal=legal, uniform=torch.rand(batch), active=torch.arange(batch) < 4)
+    chosen = UCB1().select(view)
+    assert (chosen[:4] == 2).all() and ((chosen >= 0) & (chosen < actions)).all()
+    everyone = UCB1().select(NodeView(*[getattr(view, k) for k in ("visits", "q", "child_visits", "child_value_sum",
+                                                                    "prior", "legal", "uniform")]))
+    assert (everyone[:4] == 2).all() and (everyone[4:] == 0).all()  # all tried, all equal: the first

@@ -9,7 +9,8 @@ does not exist yet (it is expanded: one `game.step` for all such trees) or at a
 finished game.  All new leaves are evaluated in one call, and the values are
 added along every path with one scatter-add.  Randomness comes from per-tree
 keys folded with the simulation and depth, so each tree's search is the same
-alone or in any batch.
+alone or in any batch (with a network evaluator in float32: in its default "auto"
+precision it computes batches of 16 or more in bfloat16, see azero.network).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ _SIGNS: dict = {}
 def _signs(device) -> torch.Tensor:
     """float [2]: player_sign of players 0 and 1, cached per device (one lookup instead of three ops)."""
     if device not in _SIGNS:
-        _SIGNS[device] = player_sign(torch.arange(2, device=device)).float()
+        with torch.inference_mode(False):  # a cache that outlives the search that may first ask for it
+            _SIGNS[device] = player_sign(torch.arange(2, device=device)).float()
     return _SIGNS[device]
 
 
@@ -91,7 +93,8 @@ def simulate(
     """Run `num_simulations` simulations in each of the B trees (in place); returns the tree."""
     # Under inference mode the many small tensor operations skip autograd's bookkeeping
     # (about a microsecond each). The tree's arrays stay normal tensors: they are only
-    # written in place here, and what is created here does not outlive the call.
+    # written in place here; what is created here does not outlive the call (caches
+    # that do are built with inference mode off).
     with torch.inference_mode():
         return _simulate(tree, game, evaluator, rule, num_simulations, progress)
 
@@ -213,8 +216,8 @@ def _backup(tree: Tree, path: torch.Tensor, edges: torch.Tensor, value: torch.Te
 
     path: long [D + 1, B], node indices from the root down, -1 past a path's end;
     edges: long [D, B], flat indices (into [B, N, A]) of the edges from path[d] to
-    path[d + 1] (anything where path[d + 1] is -1). No boolean indexing: entries past
-    a path's end add zero (to the root, or to edge 0 of their tree's root).
+    path[d + 1] (some valid edge of the tree where path[d + 1] is -1). No boolean
+    indexing: entries past a path's end add zero (to the root, or to that edge).
     """
     batch, capacity = tree.batch_size, tree.capacity
     weight = (path >= 0).float()

@@ -30,7 +30,7 @@ class Tree:
       states:          State [B * N]   the position at each node (flat: tree b, node n -> b * N + n)
       mover_sign:      float [B, N]    +1 if the first player moved into the node, else -1
       q_sign:          float [B, N]    turns the node's value into the view of the player to move there
-                                       (kept only in trees with priors: PUCT's first-play urgency)
+                                       (written only in trees with priors: PUCT's first-play urgency)
       parent:          long  [B, N]    parent node, -1 for the root and unused nodes
       action:          long  [B, N]    action from the parent, -1 for the root
       visits:          float [B, N]    simulations through the node
