@@ -48,17 +48,18 @@ def player_sign(player: torch.Tensor) -> torch.Tensor:
     return 1 - 2 * player
 
 
-_STONE_COLORS: dict = {}
+_SIGNS: dict = {}
 
 
-def stone_colors(device) -> torch.Tensor:
-    """int8 [2]: the stone of players 0 and 1 (+1, -1), cached per device, so that
-    `stone_colors(device).index_select(0, to_play)` is one operation in a hot loop."""
-    device = torch.device(device)
-    if device not in _STONE_COLORS:
+def player_signs(device, dtype=torch.int8) -> torch.Tensor:
+    """[2]: player_sign of players 0 and 1 (+1, -1; for boards, their stones), cached per
+    device and dtype, so that `player_signs(device).index_select(0, to_play)` is one
+    operation in a hot loop."""
+    key = (torch.device(device), dtype)
+    if key not in _SIGNS:
         with torch.inference_mode(False):  # a cache that outlives the search that may first ask for it
-            _STONE_COLORS[device] = torch.tensor([1, -1], dtype=torch.int8, device=device)
-    return _STONE_COLORS[device]
+            _SIGNS[key] = torch.tensor([1, -1], dtype=dtype, device=device)
+    return _SIGNS[key]
 
 
 @dataclass(eq=False)

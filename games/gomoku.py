@@ -28,7 +28,7 @@ from .base import (
     parse_square,
     player_sign,
     render_grid,
-    stone_colors,
+    player_signs,
 )
 from .random import subset
 from .lines import completes_line, line_rays, permutation_playout, window_table
@@ -95,7 +95,7 @@ class Gomoku(Game):
 
     def _apply(self, state: BoardState, action: torch.Tensor) -> BoardState:
         batch = state.batch_size
-        color = stone_colors(state.device).index_select(0, state.to_play)
+        color = player_signs(state.device).index_select(0, state.to_play)
         board = state.board.reshape(batch, -1).clone()
         board.scatter_(1, action.view(-1, 1), color.view(-1, 1))
         rays, _, _ = self._on(board.device)

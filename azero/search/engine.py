@@ -19,21 +19,12 @@ from typing import Callable, Protocol
 
 import torch
 
-from games import Game, State, player_sign
+from games import Game, State
+from games.base import player_signs
 from games.random import step_keys, uniform_draw
 
 from .selection import NodeView
 from .tree import Tree
-
-_SIGNS: dict = {}
-
-
-def _signs(device) -> torch.Tensor:
-    """float [2]: player_sign of players 0 and 1, cached per device (one lookup instead of three ops)."""
-    if device not in _SIGNS:
-        with torch.inference_mode(False):  # a cache that outlives the search that may first ask for it
-            _SIGNS[device] = player_sign(torch.arange(2, device=device)).float()
-    return _SIGNS[device]
 
 
 class Evaluator(Protocol):
@@ -189,7 +180,7 @@ def _expand(
         array.view(-1, *array.shape[2:]).index_copy_(0, new_flat, values)
 
     tree.states.put_(new_flat, states)
-    signs = _signs(states.device)
+    signs = player_signs(states.device, torch.float32)
     mover = signs.index_select(0, parent_states.to_play)
     put(tree.mover_sign, mover)
     if tree.prior is not None:  # only PUCT's first-play urgency reads q_sign
