@@ -30,6 +30,7 @@ from typing import Any, Callable, ClassVar, Sequence
 
 import torch
 
+from . import kernels
 from .random import Source, advance, random_true, uniform
 
 NO_ACTION = -1
@@ -452,13 +453,33 @@ class Game:
         return self.result(state)
 
 
+def live_rows(mask: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
+    """`mask & ~done[:, None]` (bool [B, A], bool [B]) as a uint8 product: on a CPU torch's
+    boolean broadcasts run an order of magnitude slower than its integer arithmetic."""
+    live = done.logical_not().view(-1, 1).view(torch.uint8)
+    return (mask.view(torch.uint8) * live).view(torch.bool)
+
+
 def sample_uniform_legal(mask: torch.Tensor, source: Source = None) -> torch.Tensor:
     """One uniformly random legal action per row; NO_ACTION where no action is legal.
 
     mask: bool [B, A] -> long [B]; source: a torch.Generator or per-game keys long [B].
-    One random number per game picks which of its legal actions to play.
+    Two random numbers per game: the first names any action, which is played if legal
+    (a uniformly random legal action, given that it is legal); otherwise the second picks
+    one of the legal actions. Either way each legal action has probability 1 / count,
+    and most rows of a board game stop at the first number without counting their
+    legal actions.
     """
-    action, count = random_true(mask, uniform(source, (mask.shape[0], 1), device=mask.device).squeeze(1))
+    batch, width = mask.shape
+    if kernels.usable(mask) and isinstance(source, torch.Tensor) and source.device.type == "cpu":
+        return kernels.sample_legal(mask, None, NO_ACTION, keys=source)
+    draws = uniform(source, (batch, 2), device=mask.device)
+    if kernels.usable(mask):
+        return kernels.sample_legal(mask, draws, NO_ACTION)
+    guess = (draws[:, 0] * width).long().clamp_(max=width - 1)
+    hit = mask.gather(1, guess.unsqueeze(1)).squeeze(1)
+    action, count = random_true(mask, draws[:, 1].contiguous())
+    action = torch.where(hit, guess, action)
     return torch.where(count > 0, action, torch.full_like(action, NO_ACTION))
 
 

@@ -24,12 +24,14 @@ from .base import (
     Option,
     board_symmetries,
     format_square,
+    live_rows,
     new_board_state,
     parse_square,
     player_sign,
     render_grid,
     player_signs,
 )
+from . import kernels
 from .random import subset
 from .lines import completes_line, line_rays, permutation_playout, window_table
 
@@ -84,10 +86,12 @@ class Gomoku(Game):
         return new_board_state(batch, self.height, self.width, device)
 
     def legal_mask(self, state: BoardState) -> torch.Tensor:
-        return (state.board.view(state.batch_size, -1) == 0) & ~state.done.unsqueeze(1)
+        return live_rows(state.board.view(state.batch_size, -1).logical_not(), state.done)
 
     def check_actions(self, state: BoardState, action: torch.Tensor) -> torch.Tensor:
         """As Game.check_actions, reading only the chosen squares (no full legal mask)."""
+        if kernels.usable(action):
+            return kernels.empty_cells_chosen(state.board.view(state.batch_size, -1), action, state.done, NO_ACTION)
         in_range = (action >= 0) & (action < self.num_actions)
         chosen = action.clamp(0, self.num_actions - 1).unsqueeze(1)
         empty = state.board.view(state.batch_size, -1).gather(1, chosen).squeeze(1) == 0
@@ -95,10 +99,22 @@ class Gomoku(Game):
 
     def _apply(self, state: BoardState, action: torch.Tensor) -> BoardState:
         batch = state.batch_size
+        rays, _, _ = self._on(state.device)
+        if kernels.usable(action):
+            board, move_number, done, winner = kernels.place_stone(
+                state.board.view(batch, -1), action, state.to_play, state.move_number, rays, self.k, self.exact
+            )
+            return BoardState(
+                to_play=1 - state.to_play,
+                move_number=move_number,
+                done=done,
+                winner=winner,
+                board=board.view_as(state.board),
+                last_action=action,
+            )
         color = player_signs(state.device).index_select(0, state.to_play)
         board = state.board.reshape(batch, -1).clone()
         board.scatter_(1, action.view(-1, 1), color.view(-1, 1))
-        rays, _, _ = self._on(board.device)
         win = completes_line(board, action, color, rays, self.k, self.exact)
         move_number = state.move_number + 1
         full = move_number >= self.num_actions

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from . import kernels
 from .random import Source, random_orders
 
 DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
@@ -81,6 +82,8 @@ def completes_line(
     rays: the table of `ray_table(H, W, k + 1)` (its last step always points at the
     pad, which never holds a stone). Returns bool [B].
     """
+    if kernels.usable(board_flat):
+        return kernels.completes_line(board_flat, cell, color, rays, k, exact)
     batch = board_flat.shape[0]
     padded = pad_board(board_flat)
     along = padded.gather(1, rays.index_select(0, cell).view(batch, -1)).view(batch, 4, 2, -1)
@@ -118,22 +121,23 @@ def permutation_playout(
     """
     batch, cells = board_flat.shape
     device = board_flat.device
-    occupied = board_flat != 0
+    empty = board_flat.logical_not()  # (torch's comparisons make bool slowly; this is quick)
     order = random_orders(source, batch, cells, device)  # long [B, cells]
-    empty_in_order = (~occupied).gather(1, order)
+    empty_in_order = empty.gather(1, order)
     count, k = windows.shape
     flat = windows.reshape(-1)
     if not exact:
         # Ticks: empty cells get 1, 2, 3, ... in the drawn order, stones already there 0.
         tick = torch.empty((batch, cells), dtype=torch.int16, device=device)
-        tick.scatter_(1, order, torch.cumsum(empty_in_order, dim=1, dtype=torch.int16).mul_(empty_in_order))
-        # The player to move places the odd ticks. Each cell's value is its tick, plus
-        # LATE (a power of two above every tick) if it is O's: then the value of a window
-        # for X (the latest of its cells) is below LATE only if X owns it all, and that
-        # is when X completes it; flipping the LATE bit gives the same for O.
-        mover_is_x = (to_play_color == 1).view(batch, 1)
-        is_o = torch.where(occupied, board_flat == -1, ((tick & 1) == 1) ^ mover_is_x)
-        value = tick.bitwise_or_(is_o.to(torch.int16) << _LATE_BIT)
+        ticks_in_order = torch.cumsum(empty_in_order, dim=1, dtype=torch.int16)
+        tick.scatter_(1, order, ticks_in_order.mul_(empty_in_order.view(torch.uint8)))
+        # The player to move (P) places the odd ticks. Each cell's value is its tick, plus
+        # LATE (a power of two above every tick) if it is P's: then the value of a window
+        # (the latest of its cells) is below LATE only if the opponent owns it all, and that
+        # is when the opponent completes it; flipping the LATE bit gives the same for P.
+        # (Integer arithmetic throughout: on a CPU torch's boolean operations are slow.)
+        own_stone = (board_flat * to_play_color.view(batch, 1)).clamp_(min=0).to(torch.int16)
+        value = tick.bitwise_or((tick & 1).bitwise_or_(own_stone).bitwise_left_shift_(_LATE_BIT))
         # Cells first and the batch last from here: index_select then copies whole rows,
         # far faster on a CPU than gathering inside each row. Row `cells` is a pad.
         both = torch.empty((cells + 1, 2, batch), dtype=torch.int16, device=device)
@@ -142,10 +146,11 @@ def permutation_playout(
         both[cells] = 2 * _LATE - 1
         both = both.view(cells + 1, 2 * batch)
         done_at = both.index_select(0, flat).view(count, k, 2 * batch).amax(dim=1)  # [N, 2B]
-        first_x, first_o = done_at.amin(dim=0).view(2, batch)
-        x_wins = ((first_x < first_o) & (first_x < _LATE)).to(torch.int8)
-        o_wins = ((first_o < first_x) & (first_o < _LATE)).to(torch.int8)
-        return x_wins - o_wins  # neither completed a window: a draw
+        first_other, first_mover = done_at.amin(dim=0).view(2, batch)
+        mover_wins = ((first_mover < first_other) & (first_mover < _LATE)).to(torch.int8)
+        other_wins = ((first_other < first_mover) & (first_other < _LATE)).to(torch.int8)
+        return (mover_wins - other_wins) * to_play_color  # neither completed a window: a draw
+    occupied = ~empty
     # Empty cells get times 0, 1, 2, ... in the drawn order; stones already there all get -1.
     slot = torch.cumsum(empty_in_order, dim=1, dtype=torch.int16).sub_(1)
     time = torch.empty((batch, cells), dtype=torch.int16, device=device)

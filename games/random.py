@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import torch
 
+from . import kernels
+
 Source = torch.Generator | torch.Tensor | None
 
 _MASK32 = 0xFFFFFFFF
@@ -24,6 +26,8 @@ _MASK32 = 0xFFFFFFFF
 
 def _hash32(x: torch.Tensor) -> torch.Tensor:
     """A 32-bit avalanche hash of int64 values (only the low 32 bits are used). long -> long in [0, 2^32)."""
+    if kernels.usable(x):
+        return kernels.hash32(x)
     x = x & _MASK32
     x = x ^ (x >> 16)
     x = (x * 0x7FEB352D) & _MASK32
@@ -41,6 +45,8 @@ def make_keys(seed: int, batch: int, device="cpu") -> torch.Tensor:
 def fold(keys: torch.Tensor, data) -> torch.Tensor:
     """New keys from old ones and a tag (int or long tensor broadcast against keys)."""
     data = torch.as_tensor(data, dtype=torch.long, device=keys.device)
+    if kernels.usable(keys) and keys.dim() == 1 and data.numel() in (1, keys.shape[0]) and data.dim() <= 1:
+        return kernels.fold(keys, data)
     return _hash32(keys * 0x9E3779B1 + _hash32(data + 0x632BE5AB))
 
 
@@ -85,8 +91,11 @@ def random_true(mask: torch.Tensor, uniform_draw: torch.Tensor) -> tuple[torch.T
 
     mask: bool [B, A] (A < 32768); uniform_draw: float [B] in [0, 1).
     Returns (long [B], int16 [B]); rows without a True get some index, check the count.
-    (An int16 running count and a binary search: the fastest form of this on a CPU.)
+    (On a CPU a compiled scan, games.kernels; elsewhere an int16 running count and a
+    binary search.)
     """
+    if kernels.usable(mask):
+        return kernels.random_true(mask, uniform_draw)
     running = torch.cumsum(mask, dim=1, dtype=torch.int16)
     count = running[:, -1]
     nth = (uniform_draw * count).to(torch.int16).unsqueeze(1)

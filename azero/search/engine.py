@@ -11,6 +11,9 @@ added along every path with one scatter-add.  Randomness comes from per-tree
 keys folded with the simulation and depth, so each tree's search is the same
 alone or in any batch (with a network evaluator in float32: in its default "auto"
 precision it computes batches of 16 or more in bfloat16, see azero.network).
+
+On a CPU, with UCB1 or PUCT, the descent and the backup run as compiled loops over the
+trees (search/kernels.py) that choose exactly as the torch form below does.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from games import Game, State
 from games.base import player_signs
 from games.random import step_keys, uniform_draw
 
+from . import kernels
 from .selection import NodeView
 from .tree import Tree
 
@@ -98,6 +102,8 @@ def _simulate(tree, game, evaluator, rule, num_simulations, progress) -> Tree:
     needs_keys = rule.uses_uniform or getattr(evaluator, "uses_keys", True)
     # each simulation adds at most one node to a tree: check fullness only when it can happen
     check_full = int(tree.next_node.max()) + num_simulations > capacity
+    if kernels.supports(rule, tree):
+        return _simulate_compiled(tree, game, evaluator, rule, num_simulations, progress, check_full, needs_keys)
     for _ in range(num_simulations):
         if check_full and int(tree.next_node.max()) >= capacity:
             raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
@@ -131,26 +137,50 @@ def _simulate(tree, game, evaluator, rule, num_simulations, progress) -> Tree:
             active = go
             depth += 1
         # -- expand and evaluate -------------------------------------------------------------
-        value = tree.terminal_value.view(-1).index_select(0, base + node)  # trees that stopped at a finished game
-        expanding = (expand_action >= 0).nonzero().squeeze(1)
-        if expanding.numel() == batch:  # the usual case: every tree expands a node
-            value = _expand(tree, game, evaluator, rows, node, expand_action, sim_keys, value)
-        elif expanding.numel():
-            value = _expand(
-                tree,
-                game,
-                evaluator,
-                expanding,
-                node.index_select(0, expanding),
-                expand_action.index_select(0, expanding),
-                None if sim_keys is None else sim_keys.index_select(0, expanding),
-                value,
-            )
+        value = _expand_where_needed(tree, game, evaluator, rows, node, expand_action, sim_keys)
         # -- back up -------------------------------------------------------------------------
         _backup(tree, torch.stack(path), torch.stack(edges), value)
         if progress is not None:
             progress(1)
     return tree
+
+
+def _simulate_compiled(tree, game, evaluator, rule, num_simulations, progress, check_full, needs_keys) -> Tree:
+    """The loop of `_simulate` with the descent and the backup compiled (search/kernels.py)."""
+    capacity = tree.capacity
+    rows = torch.arange(tree.batch_size)
+    walker = kernels.Walker(tree, rule)
+    for _ in range(num_simulations):
+        if check_full and int(tree.next_node.max()) >= capacity:
+            raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
+        sim_keys = step_keys(tree.keys, tree.visits[:, 0].long()) if needs_keys else None
+        walker.descend(sim_keys if rule.uses_uniform else None)
+        value = _expand_where_needed(tree, game, evaluator, rows, walker.last, walker.expand_action, sim_keys)
+        walker.backup(value)
+        if progress is not None:
+            progress(1)
+    return tree
+
+
+def _expand_where_needed(tree, game, evaluator, rows, node, expand_action, sim_keys) -> torch.Tensor:
+    """Expand and evaluate the trees whose descent ended at an unexpanded edge (expand_action
+    >= 0); the others stopped at a finished game, whose result is their value. Returns float [B]."""
+    value = tree.terminal_value.view(-1).index_select(0, rows * tree.capacity + node)
+    expanding = (expand_action >= 0).nonzero().squeeze(1)
+    if expanding.numel() == rows.numel():  # the usual case: every tree expands a node
+        return _expand(tree, game, evaluator, rows, node, expand_action, sim_keys, value)
+    if expanding.numel():
+        return _expand(
+            tree,
+            game,
+            evaluator,
+            expanding,
+            node.index_select(0, expanding),
+            expand_action.index_select(0, expanding),
+            None if sim_keys is None else sim_keys.index_select(0, expanding),
+            value,
+        )
+    return value
 
 
 def _expand(

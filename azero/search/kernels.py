@@ -1,0 +1,209 @@
+"""Compiled CPU loops (numba) for the two parts of a simulation that walk each tree: the
+descent through the tree (selection) and the backup of the leaf value along the path.
+
+The engine's torch form does each level of every tree's descent as a dozen operations
+over [B, A] arrays, with a Python round trip per level; on a CPU that overhead, not the
+arithmetic, bounded rollout UCT and the search around a small network. Here one call walks
+every tree from its root to the node it expands, with the same rule as azero.search.selection
+(UCB1 or PUCT, same formulas, same random draws, first maximum on ties), and one call adds
+the values along the paths. The torch form stays the reference and serves other devices and
+other rules; the tests check that both choose the same. Float results can differ from torch's
+vectorised ones in the last bit (log, sqrt), so two children whose scores tie to within that
+may be ordered differently than on another device; each form is deterministic and
+batch-independent on its own. See games.kernels for the why and AZERO_NO_KERNELS.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from games import kernels as _games_kernels
+from games.kernels import njit
+
+UCB1_KIND, PUCT_KIND = 1, 2
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _uniform_draw(key, depth):  # pragma: no cover - compiled; games.random.uniform_draw, one value
+    v = (key + (((depth + 1) * 0x632BE5AB) & 0xFFFFFFFF)) & 0xFFFFFFFF
+    v ^= v >> 16
+    v = (v * 0x7FEB352D) & 0xFFFFFFFF
+    v ^= v >> 15
+    v = (v * 0x846CA68B) & 0xFFFFFFFF
+    v ^= v >> 16
+    return np.float32(v >> 8) * np.float32(1.0 / (1 << 24))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _first_max(scores, count):  # pragma: no cover - compiled; torch.argmax: the first maximum
+    best, index = scores[0], 0
+    for a in range(1, count):
+        if scores[a] > best:
+            best, index = scores[a], a
+    return index
+
+
+@njit(cache=True, nogil=True)
+def _descend(
+    kind, children, child_visits, child_value_sum, legal, prior, visits, value_sum, q_sign, terminal,
+    keys, next_node, capacity, c, c_init, c_base, fpu_reduction,
+    path, edges, length, expand_action, last,
+):  # pragma: no cover - compiled
+    batch = next_node.shape[0]
+    actions = children.shape[1]
+    inf = np.float32(np.inf)
+    scores = np.empty(actions, dtype=np.float32)
+    for b in range(batch):
+        base = b * capacity
+        node = 0
+        path[b, 0] = 0
+        depth = 0
+        expand_action[b] = -1
+        while True:
+            flat = base + node
+            n_parent = max(visits[flat], np.float32(1.0))
+            action = 0
+            if kind == UCB1_KIND:
+                untried = 0
+                for a in range(actions):  # branch-free, vectorised
+                    untried += (legal[flat, a] != 0) & (child_visits[flat, a] == 0)
+                if untried > 0:
+                    nth = np.int64(_uniform_draw(keys[b], depth) * np.float32(untried))
+                    seen = 0
+                    for a in range(actions):
+                        seen += (legal[flat, a] != 0) & (child_visits[flat, a] == 0)
+                        if seen > nth:
+                            action = a
+                            break
+                else:
+                    weight = np.sqrt(np.log(n_parent)) * np.float32(2.0 * c)
+                    for a in range(actions):  # vectorised: every child's score, -inf if untried
+                        n = max(child_visits[flat, a], np.float32(1.0))
+                        score = child_value_sum[flat, a] / n + weight * (np.float32(1.0) / np.sqrt(n))
+                        scores[a] = score if child_visits[flat, a] != 0 else -inf
+                    action = _first_max(scores, actions)
+            else:
+                w = np.log1p((n_parent + np.float32(1.0)) * np.float32(1.0 / c_base)) + np.float32(c_init)
+                w = w * np.sqrt(n_parent) * np.float32(2.0)
+                q = value_sum[flat] / n_parent * q_sign[flat]
+                fpu = min(max(q - np.float32(2.0 * fpu_reduction), np.float32(-1.0)), np.float32(1.0)) / w
+                for a in range(actions):  # vectorised: every child's score, -inf if illegal
+                    n = child_visits[flat, a]
+                    exploit = child_value_sum[flat, a] / (n * w) if n > 0 else fpu
+                    score = exploit + prior[flat, a] / (n + np.float32(1.0))
+                    scores[a] = score if legal[flat, a] != 0 else -inf
+                action = _first_max(scores, actions)
+            edges[b, depth] = flat * actions + action
+            if terminal[flat]:  # a finished game: the path ends here
+                break
+            child = children[flat, action]
+            depth += 1
+            if child < 0:  # expand this edge: the new node is the path's last
+                expand_action[b] = action
+                path[b, depth] = next_node[b]
+                break
+            path[b, depth] = child
+            node = child
+        length[b] = depth + 1
+        last[b] = node
+
+
+@njit(cache=True, nogil=True)
+def _backup(path, edges, length, value, mover_sign, visits, value_sum, child_visits, child_value_sum, capacity):  # pragma: no cover - compiled
+    batch = path.shape[0]
+    for b in range(batch):
+        base = b * capacity
+        v = value[b]
+        for d in range(length[b]):
+            flat = base + path[b, d]
+            signed = v * mover_sign[flat]
+            visits[flat] += np.float32(1.0)
+            value_sum[flat] += signed
+            if d > 0:
+                edge = edges[b, d - 1]
+                child_visits[edge] += np.float32(1.0)
+                child_value_sum[edge] += signed
+
+
+def supports(rule, tree) -> bool:
+    """Whether the compiled descent can run this rule on this tree."""
+    from .selection import PUCT, UCB1
+
+    return (
+        _games_kernels.AVAILABLE
+        and tree.visits.device.type == "cpu"
+        and type(rule) in (UCB1, PUCT)
+        and tree.visits.dtype == torch.float32
+        and tree.child_visits.dtype == torch.float32
+    )
+
+
+class Walker:
+    """Buffers for one `simulate` call: path (long [B, N + 1]), edges, lengths."""
+
+    def __init__(self, tree, rule):
+        from .selection import UCB1
+
+        batch, capacity, actions = tree.batch_size, tree.capacity, tree.num_actions
+        self.tree, self.capacity = tree, capacity
+        self.path = torch.empty((batch, capacity + 1), dtype=torch.long)
+        self.edges = torch.empty((batch, capacity + 1), dtype=torch.long)
+        self.length = torch.empty(batch, dtype=torch.long)
+        self.expand_action = torch.empty(batch, dtype=torch.long)
+        self.last = torch.empty(batch, dtype=torch.long)
+        if isinstance(rule, UCB1):
+            self.kind, self.params = UCB1_KIND, (float(rule.c), 0.0, 1.0, 0.0)
+        else:
+            self.kind, self.params = PUCT_KIND, (0.0, float(rule.c_init), float(rule.c_base), float(rule.fpu_reduction))
+        t = tree
+        flat2 = lambda x: x.view(-1, actions).numpy()  # noqa: E731
+        flat1 = lambda x: x.view(-1).numpy()  # noqa: E731
+        self.arrays = (
+            flat2(t.children),
+            flat2(t.child_visits),
+            flat2(t.child_value_sum),
+            t.legal.view(-1, actions).view(torch.uint8).numpy(),
+            flat2(t.prior) if t.prior is not None else np.zeros((1, actions), dtype=np.float32),
+            flat1(t.visits),
+            flat1(t.value_sum),
+            flat1(t.q_sign),
+            t.terminal.view(-1).view(torch.uint8).numpy(),
+        )
+        self.backup_arrays = (
+            flat1(t.mover_sign),
+            flat1(t.visits),
+            flat1(t.value_sum),
+            t.child_visits.view(-1).numpy(),
+            t.child_value_sum.view(-1).numpy(),
+        )
+
+    def descend(self, keys: torch.Tensor | None) -> None:
+        """Walk every tree from its root; fills path, edges, length, expand_action, last."""
+        tree = self.tree
+        if keys is None:
+            keys = tree.keys
+        _descend(
+            self.kind,
+            *self.arrays,
+            keys.numpy(),
+            tree.next_node.numpy(),
+            self.capacity,
+            *self.params,
+            self.path.numpy(),
+            self.edges.numpy(),
+            self.length.numpy(),
+            self.expand_action.numpy(),
+            self.last.numpy(),
+        )
+
+    def backup(self, value: torch.Tensor) -> None:
+        """Add `value` (float [B], first player's view) along every path of the last descent."""
+        _backup(
+            self.path.numpy(),
+            self.edges.numpy(),
+            self.length.numpy(),
+            value.to(torch.float32).contiguous().numpy(),
+            *self.backup_arrays,
+            self.capacity,
+        )

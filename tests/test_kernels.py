@@ -1,0 +1,192 @@
+"""The compiled CPU loops (games/kernels.py, azero/search/kernels.py) against their torch twins.
+
+Every test runs the same work twice, once with the kernels and once with them switched
+off (as on a GPU or without numba), and requires the same answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+
+import games
+from games import NO_ACTION, kernels
+from games.random import _hash32, make_keys, random_true
+from azero.search import PUCT, UCB1, RolloutEvaluator, new_tree, search, simulate
+
+pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed or AZERO_NO_KERNELS is set")
+
+
+@contextlib.contextmanager
+def torch_only():
+    """Run the torch twins (what a GPU or a machine without numba runs)."""
+    saved = kernels.AVAILABLE
+    kernels.AVAILABLE = False
+    try:
+        yield
+    finally:
+        kernels.AVAILABLE = saved
+
+
+def both(fn):
+    """fn() with the kernels, then with the torch twins."""
+    first = fn()
+    with torch_only():
+        second = fn()
+    return first, second
+
+
+def test_hash_is_the_same_for_every_shape_and_sign():
+    g = torch.Generator().manual_seed(0)
+    for shape in [(1,), (1024,), (7, 13), (3, 4, 5)]:
+        x = torch.randint(-(2**62), 2**62, shape, generator=g)
+        a, b = both(lambda: _hash32(x))
+        assert a.shape == x.shape and torch.equal(a, b)
+        assert int(a.min()) >= 0 and int(a.max()) < 2**32
+
+
+@pytest.mark.parametrize("width", [1, 3, 7, 64, 225, 361])
+def test_random_true_picks_the_same_index_and_count(width):
+    g = torch.Generator().manual_seed(width)
+    for density in (0.0, 0.05, 0.5, 1.0):
+        mask = torch.rand(512, width, generator=g) < density
+        mask[::7] = False  # rows without a True: some index, count 0
+        draw = torch.randint(0, 1 << 24, (512,), generator=g).float() / (1 << 24)
+        draw[0], draw[1] = 0.0, 1.0 - 2.0**-24  # both ends of the range
+        (ia, ca), (ib, cb) = both(lambda: random_true(mask, draw))
+        assert torch.equal(ca, cb) and torch.equal(ca.long(), mask.sum(dim=1))
+        assert torch.equal(ia, ib)
+        rows = ca > 0
+        assert bool(mask[rows].gather(1, ia[rows].unsqueeze(1)).all())  # a True of its row
+
+
+@pytest.mark.parametrize(
+    "spec", ["gomoku:size=9,k=5", "gomoku:size=8,k=5,rule=standard", "gomoku:size=6,k=4", "tictactoe", "connect4"]
+)
+def test_random_games_step_the_same(spec):
+    game = games.make_from_spec(spec)
+
+    def play():
+        state, states = game.initial_state(64), []
+        for ply in range(400):
+            if bool(state.done.all()):
+                break
+            action = games.sample_uniform_legal(game.legal_mask(state), make_keys(ply, 64))
+            state = game.step(state, action)
+            states.append(state)
+        return states
+
+    ours, theirs = both(play)
+    assert all(a.equal(b) for a, b in zip(ours, theirs))
+    assert bool(ours[-1].done.all()) and bool((ours[-1].winner != 0).any())
+
+
+def test_gomoku_move_checks_agree_on_legal_and_illegal_moves():
+    game = games.make("gomoku", size=7, k=4)
+    state = game.initial_state(256)
+    for ply in range(30):
+        state = game.step(state, games.sample_uniform_legal(game.legal_mask(state), make_keys(ply, 256)))
+    g = torch.Generator().manual_seed(1)
+    for _ in range(5):
+        action = torch.randint(-2, game.num_actions + 2, (256,), generator=g)
+        action[state.done] = torch.where(torch.rand(int(state.done.sum()), generator=g) < 0.5, NO_ACTION, 3)
+        ok_kernel, ok_torch = both(lambda: game.check_actions(state, action))
+        assert torch.equal(ok_kernel, ok_torch)
+        assert 0 < int(ok_kernel.sum()) < 256
+
+
+@pytest.mark.parametrize("spec", ["tictactoe", "gomoku:size=7,k=4"])
+def test_uct_searches_the_same(spec):
+    game = games.make_from_spec(spec)
+    roots = game.initial_state(6)
+    roots = game.step(roots, torch.tensor([0, 1, 2, 3, 4, 5]))
+
+    def run():
+        tree = search(game, roots, RolloutEvaluator(game), UCB1(), 300, make_keys(3, 6))
+        return tree.root_visits(), tree.child_value_sum[:, 0], tree.next_node
+
+    (va, qa, na), (vb, qb, nb) = both(run)
+    assert torch.equal(va, vb) and torch.equal(qa, qb) and torch.equal(na, nb)
+    assert torch.equal(va.sum(dim=1), torch.full((6,), 300.0))
+
+
+class SmoothEvaluator:
+    """A deterministic stand-in for a network: priors and values from a hash of the board."""
+
+    uses_keys = False
+
+    def __init__(self, game):
+        self.game = game
+
+    def __call__(self, states, keys=None, legal=None):
+        legal = self.game.legal_mask(states) if legal is None else legal
+        board = states.board.view(states.batch_size, -1).float()
+        mixed = torch.sin(board @ torch.linspace(0.3, 2.9, board.shape[1]).view(-1, 1) * 7.0 + states.move_number.view(-1, 1))
+        logits = torch.cos(mixed * torch.arange(1, self.game.num_actions + 1).float())
+        prior = torch.softmax(logits.masked_fill(~legal, float("-inf")), dim=1)
+        return prior, torch.tanh(mixed.squeeze(1) * 3.0)
+
+
+@pytest.mark.parametrize("fpu_reduction", [0.0, 0.25])
+def test_puct_searches_the_same(fpu_reduction):
+    game = games.make("gomoku", size=6, k=4)
+    roots = game.step(game.initial_state(5), torch.tensor([0, 7, 14, 21, 35]))
+    evaluator, rule = SmoothEvaluator(game), PUCT(fpu_reduction=fpu_reduction)
+
+    def run():
+        prior, _ = evaluator(roots)
+        tree = new_tree(game, roots, 201, make_keys(0, 5), root_prior=prior)
+        simulate(tree, game, evaluator, rule, 200)
+        return tree.root_visits(), tree.visits, tree.value_sum, tree.parent
+
+    ours, theirs = both(run)
+    for a, b in zip(ours, theirs):
+        assert torch.equal(a, b)
+
+
+def test_a_tree_that_reaches_finished_games_backs_up_their_results():
+    # X to move wins at c3 at once; every path through c3 ends at a finished game.
+    game = games.make("tictactoe")
+    root = game.from_board(torch.tensor([[1, 1, 0], [-1, -1, 0], [0, 0, 0]]), to_play=0)
+
+    def run():
+        tree = search(game, root, RolloutEvaluator(game), UCB1(), 400, make_keys(0, 1))
+        return tree.root_visits(), tree.root_q()
+
+    (va, qa), (vb, qb) = both(run)
+    assert torch.equal(va, vb) and torch.equal(qa, qb)
+    assert int(va[0].argmax()) == game.parse_action("c3") and float(qa[0, game.parse_action("c3")]) == 1.0
+
+
+@pytest.mark.parametrize("width", [1, 3, 64, 225])
+def test_uniform_legal_moves_are_the_same_and_uniform(width):
+    g = torch.Generator().manual_seed(width)
+    mask = torch.rand(256, width, generator=g) < 0.3
+    mask[:, 0] |= torch.arange(256) % 3 == 0
+    mask[5] = False  # no legal move: NO_ACTION
+    for seed in range(3):
+        keys = make_keys(seed, 256)
+        a, b = both(lambda: games.sample_uniform_legal(mask, keys))
+        assert torch.equal(a, b)
+        assert int(a[5]) == NO_ACTION
+        rows = mask.any(dim=1)
+        assert bool(mask[rows].gather(1, a[rows].unsqueeze(1)).all())
+        ga, gb = both(lambda: games.sample_uniform_legal(mask, torch.Generator().manual_seed(seed)))
+        assert torch.equal(ga, gb)
+    # one row repeated: every legal action about equally often, whether the first draw hits or not
+    row = torch.zeros(1, width, dtype=torch.bool)
+    row[0, ::3] = True
+    n = 30000
+    picks = games.sample_uniform_legal(row.expand(n, width), make_keys(9, n))
+    counts = torch.bincount(picks, minlength=width)[row[0]].float()
+    expected = n / int(row.sum())
+    assert int(counts.sum()) == n and bool(((counts - expected).abs() < 5 * expected**0.5).all())
+
+
+def test_fold_is_the_same_for_scalar_and_per_game_tags():
+    keys = make_keys(11, 300)
+    for tag in (0, 7, -3, 2**40, torch.arange(300), torch.tensor([5]), torch.arange(300).view(300, 1)):
+        a, b = both(lambda: games.random.fold(keys, tag))
+        assert torch.equal(a, b)
