@@ -11,7 +11,8 @@ gomoku step with its line check takes microseconds instead of hundreds.
 Each kernel here has a torch twin that stays the reference, serves every other
 device (CUDA) and runs when numba is missing; the tests check that the two agree.
 Kernels take CPU tensors through `.numpy()` (no copy), run one thread (torch's
-threads keep the network), and are compiled once and cached on disk.
+threads keep the network), and are compiled once (a few seconds, the first time a
+program uses them) and cached on disk beside the sources.
 Set AZERO_NO_KERNELS=1 to run the torch twins everywhere.
 """
 
@@ -43,26 +44,27 @@ def usable(*tensors: torch.Tensor) -> bool:
     return AVAILABLE and all(t.device.type == "cpu" for t in tensors)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _line_through(row, c, stone, rays, k, exact):  # pragma: no cover - compiled
+    """Whether `stone` at cell c of the flat board `row` stands in a line of k (exactly k)."""
+    cells = row.shape[0]
+    for d in range(rays.shape[1]):
+        beyond = 0
+        for s in range(rays.shape[2]):
+            for step in range(rays.shape[3]):
+                nxt = rays[c, d, s, step]
+                if nxt >= cells or row[nxt] != stone:
+                    break
+                beyond += 1
+        if beyond == k - 1 if exact else beyond >= k - 1:
+            return True
+    return False
+
+
 @njit(cache=True, nogil=True)
 def _completes_line(board, cell, color, rays, k, exact, out):  # pragma: no cover - compiled
-    batch = board.shape[0]
-    directions, senses, length = rays.shape[1], rays.shape[2], rays.shape[3]
-    for b in range(batch):
-        c = cell[b]
-        stone = color[b]
-        hit = False
-        for d in range(directions):
-            beyond = 0
-            for s in range(senses):
-                for step in range(length):
-                    nxt = rays[c, d, s, step]
-                    if nxt >= board.shape[1] or board[b, nxt] != stone:
-                        break
-                    beyond += 1
-            if beyond == k - 1 if exact else beyond >= k - 1:
-                hit = True
-                break
-        out[b] = hit
+    for b in range(board.shape[0]):
+        out[b] = _line_through(board[b], cell[b], color[b], rays, k, exact)
 
 
 def completes_line(board_flat: torch.Tensor, cell: torch.Tensor, color: torch.Tensor, rays: torch.Tensor, k: int, exact: bool):
@@ -74,24 +76,32 @@ def completes_line(board_flat: torch.Tensor, cell: torch.Tensor, color: torch.Te
     return out
 
 
+@njit(cache=True, nogil=True, inline="always")
+def nth_true(row, nth):  # pragma: no cover - compiled
+    """The index of the (nth + 1)-th nonzero entry of `row`, the last index if there are fewer."""
+    seen = 0
+    for a in range(row.shape[0]):  # branch-free count; the one test is false until the end
+        seen += row[a] != 0
+        if seen > nth:
+            return a
+    return row.shape[0] - 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def nth_of(draw, count):  # pragma: no cover - compiled
+    """floor(draw * count) in float32, as the torch twin rounds it."""
+    return np.int64(np.float32(draw) * np.float32(count))
+
+
 @njit(cache=True, nogil=True)
 def _random_true(mask, draw, index, count):  # pragma: no cover - compiled
-    batch, width = mask.shape
-    for b in range(batch):
+    for b in range(mask.shape[0]):
         row = mask[b]
         n = 0
-        for a in range(width):
+        for a in range(row.shape[0]):
             n += row[a]
         count[b] = n
-        nth = np.int64(np.float32(draw[b]) * np.float32(n))  # float32, as the torch twin rounds
-        chosen = width - 1
-        seen = 0
-        for a in range(width):  # branch-free count; the one test is false until the end
-            seen += row[a]
-            if seen > nth:
-                chosen = a
-                break
-        index[b] = chosen
+        index[b] = nth_true(row, nth_of(draw[b], n))
 
 
 def random_true(mask: torch.Tensor, uniform_draw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -111,24 +121,12 @@ def random_true(mask: torch.Tensor, uniform_draw: torch.Tensor) -> tuple[torch.T
 @njit(cache=True, nogil=True)
 def _place_stone(board, action, to_play, move_number, rays, k, exact, out_move, out_done, out_winner):  # pragma: no cover - compiled
     batch, cells = board.shape
-    directions, senses, length = rays.shape[1], rays.shape[2], rays.shape[3]
     for b in range(batch):
         row = board[b]
         c = action[b]
         stone = np.int8(1 - 2 * to_play[b])
         row[c] = stone
-        hit = False
-        for d in range(directions):
-            beyond = 0
-            for s in range(senses):
-                for step in range(length):
-                    nxt = rays[c, d, s, step]
-                    if nxt >= cells or row[nxt] != stone:
-                        break
-                    beyond += 1
-            if beyond == k - 1 if exact else beyond >= k - 1:
-                hit = True
-                break
+        hit = _line_through(row, c, stone, rays, k, exact)
         move = move_number[b] + 1
         out_move[b] = move
         out_done[b] = hit or move >= cells
@@ -227,16 +225,7 @@ def _sample_legal(mask, draws, no_action, out):  # pragma: no cover - compiled
         n = 0
         for a in range(width):
             n += row[a]
-        if n == 0:
-            out[b] = no_action
-            continue
-        nth = np.int64(np.float32(draws[b, 1]) * np.float32(n))
-        seen = 0
-        for a in range(width):
-            seen += row[a]
-            if seen > nth:
-                out[b] = a
-                break
+        out[b] = nth_true(row, nth_of(draws[b, 1], n)) if n > 0 else no_action
 
 
 @njit(cache=True, nogil=True)

@@ -190,3 +190,32 @@ def test_fold_is_the_same_for_scalar_and_per_game_tags():
     for tag in (0, 7, -3, 2**40, torch.arange(300), torch.tensor([5]), torch.arange(300).view(300, 1)):
         a, b = both(lambda: games.random.fold(keys, tag))
         assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("with_prior", [True, False])
+def test_kept_subtrees_are_the_same(with_prior):
+    from azero.search.tree import subtree
+
+    game = games.make("gomoku", size=6, k=4)
+    roots = game.step(game.initial_state(6), torch.tensor([0, 7, 14, 21, 35, 8]))
+    if with_prior:
+        evaluator, rule = SmoothEvaluator(game), PUCT()
+        tree = new_tree(game, roots, 120, make_keys(0, 6), root_prior=evaluator(roots)[0])
+    else:
+        evaluator, rule = RolloutEvaluator(game), UCB1()
+        tree = new_tree(game, roots, 120, make_keys(0, 6), with_prior=False)
+    simulate(tree, game, evaluator, rule, 100)
+    # the most visited move, a visited one, one never expanded, and no move (a finished game)
+    visits = tree.root_visits()
+    taken = visits.argmax(dim=1)
+    taken[1] = int((visits[1] > 0).nonzero()[-1])
+    taken[2] = int((tree.legal[2, 0] & (visits[2] == 0)).nonzero()[0]) if bool((tree.legal[2, 0] & (visits[2] == 0)).any()) else -1
+    taken[3] = -1
+    (a, kept_a), (b, kept_b) = both(lambda: subtree(tree, taken))
+    assert torch.equal(kept_a, kept_b) and bool(kept_a[0]) and not bool(kept_a[3])
+    for name in ("parent", "action", "mover_sign", "q_sign", "visits", "value_sum", "terminal", "terminal_value",
+                 "legal", "children", "child_visits", "child_value_sum", "prior", "next_node", "keys"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert (x is None and y is None) or torch.equal(x, y), name
+    used = (torch.arange(120).unsqueeze(0) < a.next_node.unsqueeze(1)).view(-1)
+    assert a.states[used].equal(b.states[used])

@@ -19,19 +19,14 @@ import numpy as np
 import torch
 
 from games import kernels as _games_kernels
-from games.kernels import njit
+from games.kernels import hash_one, njit, nth_of
 
 UCB1_KIND, PUCT_KIND = 1, 2
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _uniform_draw(key, depth):  # pragma: no cover - compiled; games.random.uniform_draw, one value
-    v = (key + (((depth + 1) * 0x632BE5AB) & 0xFFFFFFFF)) & 0xFFFFFFFF
-    v ^= v >> 16
-    v = (v * 0x7FEB352D) & 0xFFFFFFFF
-    v ^= v >> 15
-    v = (v * 0x846CA68B) & 0xFFFFFFFF
-    v ^= v >> 16
+    v = hash_one(key + (((depth + 1) * 0x632BE5AB) & 0xFFFFFFFF))
     return np.float32(v >> 8) * np.float32(1.0 / (1 << 24))
 
 
@@ -69,7 +64,7 @@ def _descend(
                 for a in range(actions):  # branch-free, vectorised
                     untried += (legal[flat, a] != 0) & (child_visits[flat, a] == 0)
                 if untried > 0:
-                    nth = np.int64(_uniform_draw(keys[b], depth) * np.float32(untried))
+                    nth = nth_of(_uniform_draw(keys[b], depth), untried)
                     seen = 0
                     for a in range(actions):
                         seen += (legal[flat, a] != 0) & (child_visits[flat, a] == 0)
@@ -126,17 +121,21 @@ def _backup(path, edges, length, value, mover_sign, visits, value_sum, child_vis
                 child_value_sum[edge] += signed
 
 
+def supports_tree(tree) -> bool:
+    """Whether the compiled loops can work on this tree (numba present, CPU, float32 statistics)."""
+    return (
+        _games_kernels.AVAILABLE
+        and tree.visits.device.type == "cpu"
+        and tree.visits.dtype == torch.float32
+        and tree.child_visits.dtype == torch.float32
+    )
+
+
 def supports(rule, tree) -> bool:
     """Whether the compiled descent can run this rule on this tree."""
     from .selection import PUCT, UCB1
 
-    return (
-        _games_kernels.AVAILABLE
-        and tree.visits.device.type == "cpu"
-        and type(rule) in (UCB1, PUCT)
-        and tree.visits.dtype == torch.float32
-        and tree.child_visits.dtype == torch.float32
-    )
+    return type(rule) in (UCB1, PUCT) and supports_tree(tree)
 
 
 class Walker:
@@ -207,3 +206,122 @@ class Walker:
             *self.backup_arrays,
             self.capacity,
         )
+
+
+@njit(cache=True, nogil=True)
+def _copy_row(dst, dst_row, src, src_row):  # pragma: no cover - compiled
+    for a in range(src.shape[1]):
+        dst[dst_row, a] = src[src_row, a]
+
+
+@njit(cache=True, nogil=True)
+def _subtree(
+    taken, capacity,
+    parent, action, mover_sign, q_sign, visits, value_sum, terminal, terminal_value,
+    legal, children, child_visits, child_value_sum, prior,
+    o_parent, o_action, o_mover_sign, o_q_sign, o_visits, o_value_sum, o_terminal, o_terminal_value,
+    o_legal, o_children, o_child_visits, o_child_value_sum, o_prior,
+    old, kept, next_node,
+):  # pragma: no cover - compiled
+    batch = taken.shape[0]
+    actions = legal.shape[1]
+    with_prior = prior.shape[0] == legal.shape[0]
+    new_id = np.empty(capacity, dtype=np.int64)
+    for b in range(batch):
+        base = b * capacity
+        root = -1
+        if taken[b] >= 0:
+            root = children[base, taken[b]]
+        # members: the new root and every node whose parent is a member (parents come first)
+        count = 0
+        for n in range(capacity):
+            p = parent[base + n]
+            member = root >= 0 and (n == root or (n > root and p >= 0 and new_id[p] >= 0))
+            if member:
+                new_id[n] = count
+                old[b, count] = n
+                count += 1
+            else:
+                new_id[n] = -1
+        kept[b] = count > 0
+        next_node[b] = count if count > 0 else 1
+        spare = count
+        for n in range(capacity):  # the other slots take the other nodes (any valid position)
+            if new_id[n] < 0:
+                old[b, spare] = n
+                spare += 1
+        for j in range(capacity):
+            dst = base + j
+            if j < count:
+                src = base + old[b, j]
+                p = parent[src]
+                o_parent[dst] = new_id[p] if j > 0 else -1
+                o_action[dst] = action[src] if j > 0 else -1
+                o_mover_sign[dst] = mover_sign[src]
+                o_q_sign[dst] = q_sign[src]
+                o_visits[dst] = visits[src]
+                o_value_sum[dst] = value_sum[src]
+                o_terminal[dst] = terminal[src]
+                o_terminal_value[dst] = terminal_value[src]
+                _copy_row(o_legal, dst, legal, src)
+                _copy_row(o_child_visits, dst, child_visits, src)
+                _copy_row(o_child_value_sum, dst, child_value_sum, src)
+                if with_prior:
+                    _copy_row(o_prior, dst, prior, src)
+                for a in range(actions):
+                    c = children[src, a]
+                    o_children[dst, a] = new_id[c] if c >= 0 else -1
+            else:
+                o_parent[dst] = -1
+                o_action[dst] = -1
+                o_mover_sign[dst] = 0.0
+                o_q_sign[dst] = 0.0
+                o_visits[dst] = 0.0
+                o_value_sum[dst] = 0.0
+                o_terminal[dst] = 0
+                o_terminal_value[dst] = 0.0
+                for a in range(actions):
+                    o_legal[dst, a] = 0
+                    o_children[dst, a] = -1
+                    o_child_visits[dst, a] = 0.0
+                    o_child_value_sum[dst, a] = 0.0
+                    if with_prior:
+                        o_prior[dst, a] = 0.0
+
+
+def subtree(tree, actions: torch.Tensor):
+    """The compiled form of search.tree.subtree (CPU tensors): the same (Tree, kept)."""
+    from .tree import Tree
+
+    batch, capacity, num_actions = tree.batch_size, tree.capacity, tree.num_actions
+    out = {name: torch.empty_like(getattr(tree, name)) for name in (
+        "parent", "action", "mover_sign", "q_sign", "visits", "value_sum", "terminal", "terminal_value",
+        "legal", "children", "child_visits", "child_value_sum")}
+    out["prior"] = None if tree.prior is None else torch.empty_like(tree.prior)
+    old = torch.empty((batch, capacity), dtype=torch.long)
+    kept = torch.empty(batch, dtype=torch.bool)
+    next_node = torch.empty(batch, dtype=torch.long)
+
+    def flat(t, rows=False):
+        if t is None:
+            return np.zeros((0, num_actions), dtype=np.float32)
+        if t.dtype == torch.bool:
+            t = t.view(torch.uint8)
+        return t.reshape(-1, num_actions).numpy() if rows else t.reshape(-1).numpy()
+
+    names1 = ("parent", "action", "mover_sign", "q_sign", "visits", "value_sum", "terminal", "terminal_value")
+    names2 = ("legal", "children", "child_visits", "child_value_sum", "prior")
+    _subtree(
+        actions.contiguous().numpy(),
+        capacity,
+        *(flat(getattr(tree, n)) for n in names1),
+        *(flat(getattr(tree, n), rows=True) for n in names2),
+        *(flat(out[n]) for n in names1),
+        *(flat(out[n], rows=True) for n in names2),
+        old.numpy(),
+        kept.view(torch.uint8).numpy(),
+        next_node.numpy(),
+    )
+    flat_old = (torch.arange(batch).unsqueeze(1) * capacity + old).view(-1)
+    new = Tree(states=tree.states.take(flat_old), next_node=next_node, keys=tree.keys.clone(), **out)
+    return new, kept

@@ -213,6 +213,10 @@ def subtree(tree: Tree, actions: torch.Tensor) -> tuple[Tree, torch.Tensor]:
     The kept child becomes node 0 with its visits, values and priors; its descendants
     keep their order (so parents still come before children).
     """
+    from . import kernels  # (a cycle at import time otherwise)
+
+    if kernels.supports_tree(tree):
+        return kernels.subtree(tree, actions)
     batch, nodes = tree.batch_size, tree.capacity
     device = tree.visits.device
     rows = torch.arange(batch, device=device)
