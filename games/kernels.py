@@ -71,7 +71,8 @@ def completes_line(board_flat: torch.Tensor, cell: torch.Tensor, color: torch.Te
     """The compiled form of lines.completes_line (same arguments, CPU tensors): bool [B]."""
     out = torch.empty(board_flat.shape[0], dtype=torch.bool)
     _completes_line(
-        board_flat.contiguous().numpy(), cell.numpy(), color.numpy(), rays.numpy(), k, exact, out.numpy()
+        board_flat.contiguous().numpy(), cell.contiguous().numpy(), color.contiguous().numpy(), rays.numpy(), k, exact,
+        out.numpy(),
     )
     return out
 

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import games
+from azero.search import PUCT, UCB1, RolloutEvaluator, new_tree, search, simulate
 from games import NO_ACTION, kernels
 from games.random import _hash32, make_keys, random_true
-from azero.search import PUCT, UCB1, RolloutEvaluator, new_tree, search, simulate
 
 pytestmark = pytest.mark.skipif(not kernels.AVAILABLE, reason="numba is not installed or AZERO_NO_KERNELS is set")
 

@@ -156,8 +156,12 @@ class Walker:
         else:
             self.kind, self.params = PUCT_KIND, (0.0, float(rule.c_init), float(rule.c_base), float(rule.fpu_reduction))
         t = tree
-        flat2 = lambda x: x.view(-1, actions).numpy()  # noqa: E731
-        flat1 = lambda x: x.view(-1).numpy()  # noqa: E731
+        def flat2(x):
+            return x.view(-1, actions).numpy()
+
+        def flat1(x):
+            return x.view(-1).numpy()
+
         self.arrays = (
             flat2(t.children),
             flat2(t.child_visits),
