@@ -155,20 +155,20 @@ def _simulate_compiled(tree, game, evaluator, rule, num_simulations, progress, c
             raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
         sim_keys = step_keys(tree.keys, tree.visits[:, 0].long()) if needs_keys else None
         walker.descend(sim_keys if rule.uses_uniform else None)
-        value = _expand_where_needed(tree, game, evaluator, rows, walker.last, walker.expand_action, sim_keys)
+        value = _expand_where_needed(tree, game, evaluator, rows, walker.last, walker.expand_action, sim_keys, walker)
         walker.backup(value)
         if progress is not None:
             progress(1)
     return tree
 
 
-def _expand_where_needed(tree, game, evaluator, rows, node, expand_action, sim_keys) -> torch.Tensor:
+def _expand_where_needed(tree, game, evaluator, rows, node, expand_action, sim_keys, walker=None) -> torch.Tensor:
     """Expand and evaluate the trees whose descent ended at an unexpanded edge (expand_action
     >= 0); the others stopped at a finished game, whose result is their value. Returns float [B]."""
     value = tree.terminal_value.view(-1).index_select(0, rows * tree.capacity + node)
     expanding = (expand_action >= 0).nonzero().squeeze(1)
     if expanding.numel() == rows.numel():  # the usual case: every tree expands a node
-        return _expand(tree, game, evaluator, rows, node, expand_action, sim_keys, value)
+        return _expand(tree, game, evaluator, rows, node, expand_action, sim_keys, value, walker)
     if expanding.numel():
         return _expand(
             tree,
@@ -179,6 +179,7 @@ def _expand_where_needed(tree, game, evaluator, rows, node, expand_action, sim_k
             expand_action.index_select(0, expanding),
             None if sim_keys is None else sim_keys.index_select(0, expanding),
             value,
+            walker,
         )
     return value
 
@@ -192,10 +193,12 @@ def _expand(
     action: torch.Tensor,
     keys: torch.Tensor | None,
     value: torch.Tensor,
+    walker: "kernels.Walker | None" = None,
 ) -> torch.Tensor:
     """Create one child in each tree of `rows` (long [n]) and evaluate it; returns the values [B].
 
     parent, action, keys: long [n], for those trees (keys None for evaluators without randomness).
+    With a walker (the compiled loop), its `record` writes the new nodes' fields in one call.
     """
     capacity, actions = tree.capacity, tree.num_actions
     parent_flat = rows * capacity + parent
@@ -210,18 +213,21 @@ def _expand(
         array.view(-1, *array.shape[2:]).index_copy_(0, new_flat, values)
 
     tree.states.put_(new_flat, states)
-    signs = player_signs(states.device, torch.float32)
-    mover = signs.index_select(0, parent_states.to_play)
-    put(tree.mover_sign, mover)
-    if tree.prior is not None:  # only PUCT's first-play urgency reads q_sign
-        put(tree.q_sign, mover * signs.index_select(0, states.to_play))
-    put(tree.parent, parent)
-    put(tree.action, action)
-    put(tree.legal, legal)
-    put(tree.terminal, states.done)
-    put(tree.terminal_value, result)
-    tree.children.view(-1).index_copy_(0, parent_flat * actions + action, new.to(torch.int32))
-    tree.next_node.index_copy_(0, rows, new + 1)
+    if walker is not None:
+        walker.record(rows, parent, action, new, parent_states, states, legal, result)
+    else:
+        signs = player_signs(states.device, torch.float32)
+        mover = signs.index_select(0, parent_states.to_play)
+        put(tree.mover_sign, mover)
+        if tree.prior is not None:  # only PUCT's first-play urgency reads q_sign
+            put(tree.q_sign, mover * signs.index_select(0, states.to_play))
+        put(tree.parent, parent)
+        put(tree.action, action)
+        put(tree.legal, legal)
+        put(tree.terminal, states.done)
+        put(tree.terminal_value, result)
+        tree.children.view(-1).index_copy_(0, parent_flat * actions + action, new.to(torch.int32))
+        tree.next_node.index_copy_(0, rows, new + 1)
 
     prior, leaf_value = evaluator(states, keys, legal)
     leaf_value = torch.where(states.done, result, leaf_value)

@@ -105,6 +105,28 @@ def _descend(
 
 
 @njit(cache=True, nogil=True)
+def _record(
+    rows, parent, action, new, capacity, parent_to_play, child_to_play, done, result, legal, with_q,
+    mover_sign, q_sign, t_parent, t_action, t_legal, terminal, terminal_value, children, next_node,
+):  # pragma: no cover - compiled
+    for i in range(rows.shape[0]):
+        b = rows[i]
+        flat = b * capacity + new[i]
+        mover = np.float32(1 - 2 * parent_to_play[i])
+        mover_sign[flat] = mover
+        if with_q:
+            q_sign[flat] = mover * np.float32(1 - 2 * child_to_play[i])
+        t_parent[flat] = parent[i]
+        t_action[flat] = action[i]
+        for a in range(legal.shape[1]):
+            t_legal[flat, a] = legal[i, a]
+        terminal[flat] = done[i]
+        terminal_value[flat] = result[i]
+        children[b * capacity + parent[i], action[i]] = new[i]
+        next_node[b] = new[i] + 1
+
+
+@njit(cache=True, nogil=True)
 def _backup(path, edges, length, value, mover_sign, visits, value_sum, child_visits, child_value_sum, capacity):  # pragma: no cover - compiled
     batch = path.shape[0]
     for b in range(batch):
@@ -173,6 +195,17 @@ class Walker:
             flat1(t.q_sign),
             t.terminal.view(-1).view(torch.uint8).numpy(),
         )
+        self.record_arrays = (
+            flat1(t.mover_sign),
+            flat1(t.q_sign),
+            flat1(t.parent),
+            flat1(t.action),
+            t.legal.view(-1, actions).view(torch.uint8).numpy(),
+            t.terminal.view(-1).view(torch.uint8).numpy(),
+            flat1(t.terminal_value),
+            flat2(t.children),
+            t.next_node.numpy(),
+        )
         self.backup_arrays = (
             flat1(t.mover_sign),
             flat1(t.visits),
@@ -198,6 +231,25 @@ class Walker:
             self.length.numpy(),
             self.expand_action.numpy(),
             self.last.numpy(),
+        )
+
+    def record(self, rows, parent, action, new, parent_states, states, legal, result) -> None:
+        """Write the new nodes' fields (search.engine._expand's bookkeeping, one call): their
+        signs, parent, action, legal moves, end of game and result, the parents' child links
+        and the trees' next free node."""
+        _record(
+            rows.numpy(),
+            parent.contiguous().numpy(),
+            action.contiguous().numpy(),
+            new.numpy(),
+            self.capacity,
+            parent_states.to_play.contiguous().numpy(),
+            states.to_play.contiguous().numpy(),
+            states.done.contiguous().view(torch.uint8).numpy(),
+            result.to(torch.float32).contiguous().numpy(),
+            legal.contiguous().view(torch.uint8).numpy(),
+            self.tree.prior is not None,  # only PUCT's first-play urgency reads q_sign
+            *self.record_arrays,
         )
 
     def backup(self, value: torch.Tensor) -> None:
