@@ -474,7 +474,7 @@ def sample_uniform_legal(mask: torch.Tensor, source: Source = None) -> torch.Ten
     if kernels.usable(mask) and isinstance(source, torch.Tensor) and source.device.type == "cpu":
         return kernels.sample_legal(mask, None, NO_ACTION, keys=source)
     draws = uniform(source, (batch, 2), device=mask.device)
-    if kernels.usable(mask):
+    if kernels.usable(mask) and draws.dtype == torch.float32:  # (it rounds as float32 does)
         return kernels.sample_legal(mask, draws, NO_ACTION)
     guess = (draws[:, 0] * width).long().clamp_(max=width - 1)
     hit = mask.gather(1, guess.unsqueeze(1)).squeeze(1)

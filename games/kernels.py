@@ -12,7 +12,9 @@ Each kernel here has a torch twin that stays the reference, serves every other
 device (CUDA) and runs when numba is missing; the tests check that the two agree.
 Kernels take CPU tensors through `.numpy()` (no copy), run one thread (torch's
 threads keep the network), and are compiled once (a few seconds, the first time a
-program uses them) and cached on disk beside the sources.
+program uses them) and cached on disk beside the sources (`__pycache__/*.nbi, *.nbc`).
+Numba does not notice when a function compiled into another file's kernel changes: after
+editing this file, delete azero/search/__pycache__/kernels.*.nb? as well.
 Set AZERO_NO_KERNELS=1 to run the torch twins everywhere.
 """
 
@@ -24,7 +26,7 @@ import numpy as np
 import torch
 
 try:  # pragma: no cover - exercised by whichever way the machine is set up
-    if os.environ.get("AZERO_NO_KERNELS"):
+    if os.environ.get("AZERO_NO_KERNELS", "") not in ("", "0"):
         raise ImportError("disabled by AZERO_NO_KERNELS")
     from numba import njit
 
@@ -125,6 +127,8 @@ def _place_stone(board, action, to_play, move_number, rays, k, exact, out_move, 
     for b in range(batch):
         row = board[b]
         c = action[b]
+        if c < 0 or c >= cells:  # numba does not check bounds; torch's scatter would raise
+            raise IndexError("place_stone: action out of range")
         stone = np.int8(1 - 2 * to_play[b])
         row[c] = stone
         hit = _line_through(row, c, stone, rays, k, exact)

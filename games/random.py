@@ -94,7 +94,7 @@ def random_true(mask: torch.Tensor, uniform_draw: torch.Tensor) -> tuple[torch.T
     (On a CPU a compiled scan, games.kernels; elsewhere an int16 running count and a
     binary search.)
     """
-    if kernels.usable(mask):
+    if kernels.usable(mask) and uniform_draw.dtype == torch.float32:  # (it rounds as float32 does)
         return kernels.random_true(mask, uniform_draw)
     running = torch.cumsum(mask, dim=1, dtype=torch.int16)
     count = running[:, -1]

@@ -219,3 +219,27 @@ def test_kept_subtrees_are_the_same(with_prior):
         assert (x is None and y is None) or torch.equal(x, y), name
     used = (torch.arange(120).unsqueeze(0) < a.next_node.unsqueeze(1)).view(-1)
     assert a.states[used].equal(b.states[used])
+
+
+def test_a_trusted_move_off_the_board_is_an_error_not_a_write_elsewhere():
+    game = games.make("gomoku", size=5, k=4)
+    state = game.initial_state(2)
+    for bad in (25, -1):
+        with pytest.raises(IndexError):
+            game.step(state, torch.tensor([0, bad]), trusted=True)
+    assert bool((state.board == 0).all())
+
+
+def test_puct_on_a_tree_without_priors_takes_the_torch_form():
+    from azero.search import kernels as search_kernels
+
+    game = games.make("gomoku", size=5, k=4)
+    tree = new_tree(game, game.initial_state(2), 10, make_keys(0, 2), with_prior=False)
+    assert not search_kernels.supports(PUCT(), tree) and search_kernels.supports(UCB1(), tree)
+
+
+def test_float64_draws_pick_as_torch_does():
+    mask = torch.tensor([[True, True, True, False]])
+    draw = torch.tensor([1 / 3 - 1e-12], dtype=torch.float64)
+    a, b = both(lambda: random_true(mask, draw))
+    assert torch.equal(a[0], b[0]) and int(a[0]) == 0

@@ -13,7 +13,8 @@ alone or in any batch (with a network evaluator in float32: in its default "auto
 precision it computes batches of 16 or more in bfloat16, see azero.network).
 
 On a CPU, with UCB1 or PUCT, the descent and the backup run as compiled loops over the
-trees (search/kernels.py) that choose exactly as the torch form below does.
+trees (search/kernels.py) with the same rules as the torch form below (children whose
+scores tie to within float32 rounding of a logarithm may be ordered differently).
 """
 
 from __future__ import annotations

@@ -7,10 +7,11 @@ arithmetic, bounded rollout UCT and the search around a small network. Here one 
 every tree from its root to the node it expands, with the same rule as azero.search.selection
 (UCB1 or PUCT, same formulas, same random draws, first maximum on ties), and one call adds
 the values along the paths. The torch form stays the reference and serves other devices and
-other rules; the tests check that both choose the same. Float results can differ from torch's
-vectorised ones in the last bit (log, sqrt), so two children whose scores tie to within that
-may be ordered differently than on another device; each form is deterministic and
-batch-independent on its own. See games.kernels for the why and AZERO_NO_KERNELS.
+other rules; the tests check that both make the same searches on test positions. The
+float32 logarithm here (numba's) and torch's vectorised one differ in the last bit for
+some visit counts, so two children whose scores tie to within that may be ordered
+differently by the two forms; each form is deterministic and batch-independent on its own.
+See games.kernels for the why, AZERO_NO_KERNELS, and a note on numba's disk cache.
 """
 
 from __future__ import annotations
@@ -157,6 +158,8 @@ def supports(rule, tree) -> bool:
     """Whether the compiled descent can run this rule on this tree."""
     from .selection import PUCT, UCB1
 
+    if isinstance(rule, PUCT) and tree.prior is None:  # (the torch form reports the misuse)
+        return False
     return type(rule) in (UCB1, PUCT) and supports_tree(tree)
 
 
