@@ -129,7 +129,10 @@ class NetworkEvaluator:
     On the CPU, a network in eval mode runs as a frozen TorchScript module made by
     `torch.jit.optimize_for_inference` (batch norm folded into the convolutions,
     oneDNN kernels): 1.3-1.8x the positions/s of eager mode at batch 128 and about
-    1.1x at batch 1 on two cores. It is rebuilt whenever the weights change (the
+    1.1x at batch 1 on two cores. Batches of one position get a module that is only
+    frozen (conv and batch norm folded): at batch 1 it ran 2,740-2,820 forward passes/s
+    against 1,800-1,970 with `optimize_for_inference`, which wins from batch 2 up
+    (docs/BENCHMARKS.md). Modules are rebuilt whenever the weights change (the
     tensors' version counters move when an optimizer or load_state_dict writes
     them), and eager mode is used if it cannot be built.
 
@@ -174,7 +177,10 @@ class NetworkEvaluator:
         if not frozen and dtype == torch.float32:
             return self.net
         version = self._weights_version()
-        key = (dtype, self.net.training)  # a copy made in training mode keeps its batch-norm behaviour
+        # a copy made in training mode keeps its batch-norm behaviour; one position at a time
+        # (play, analysis) gets its own module, frozen without oneDNN's layout conversions
+        single = planes.shape[0] == 1
+        key = (dtype, self.net.training, single)
         cached = self._frozen.get(key)
         if cached is None or cached[0] != version:
             # normal tensors even when called under inference mode (the search runs in it)
@@ -188,7 +194,9 @@ class NetworkEvaluator:
                         warnings.simplefilter("ignore")
                         example = (as_network_input(planes, dtype), legal.clone())
                         traced = torch.jit.trace(net, example, check_trace=False)
-                        module = torch.jit.optimize_for_inference(torch.jit.freeze(traced))
+                        module = torch.jit.freeze(traced)
+                        if not single:
+                            module = torch.jit.optimize_for_inference(module)
                     except Exception:  # an unusual torch build: eager mode is always right
                         self._can_freeze = False
             cached = self._frozen[key] = (version, module)
