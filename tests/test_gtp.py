@@ -265,13 +265,21 @@ def test_gtp_players_keep_in_step_with_grhino_through_passes():
     need(RHINO)
     game = games.make("othello")
     rhino = make(f"gtp:{RHINO} --level 1", game)
+    # GRhino varies its play from run to run, and a game against random play has a pass only
+    # about every other time: play pairs of games until one has a pass (each pair ~3 s).
+    records = []
     try:
-        result = play_match(game, make("random", game), rhino, 2, record_moves=True, progress=False)
+        for seed in range(8):
+            result = play_match(game, make("random", game, seed=seed), rhino, 2, record_moves=True,
+                                progress=False)
+            assert result.b_wins == 2  # GRhino beats random play
+            records += result.records
+            if any(64 in record.actions for record in records):
+                break
     finally:
         rhino.close()
-    assert result.b_wins == 2  # GRhino beats random play
-    assert sum(record.actions.count(64) for record in result.records) > 0  # passes were played
-    assert all(record.result == (1 if record.first == rhino.spec else -1) for record in result.records)
+    assert any(64 in record.actions for record in records)  # passes were played (16 games: all but certain)
+    assert all(record.result == (1 if record.first == rhino.spec else -1) for record in records)
 
 
 def rhino_board(moves: list[str]) -> str:
