@@ -464,22 +464,23 @@ def sample_uniform_legal(mask: torch.Tensor, source: Source = None) -> torch.Ten
     """One uniformly random legal action per row; NO_ACTION where no action is legal.
 
     mask: bool [B, A] -> long [B]; source: a torch.Generator or per-game keys long [B].
-    Two random numbers per game: the first names any action, which is played if legal
-    (a uniformly random legal action, given that it is legal); otherwise the second picks
-    one of the legal actions. Either way each legal action has probability 1 / count,
-    and most rows of a board game stop at the first number without counting their
-    legal actions.
+    Three random numbers per game: the first two name any action each, and the first of
+    them that is legal is played (a uniformly random legal action, given that it is legal);
+    if neither is, the third picks one of the legal actions by count. Each legal action thus
+    has probability 1/A + q/A + q^2/count with q = 1 - count/A, the same for all of them:
+    1/count. Most rows of a board game stop at a guess without counting their legal actions.
     """
     batch, width = mask.shape
     if kernels.usable(mask) and isinstance(source, torch.Tensor) and source.device.type == "cpu":
         return kernels.sample_legal(mask, None, NO_ACTION, keys=source)
-    draws = uniform(source, (batch, 2), device=mask.device)
+    draws = uniform(source, (batch, 3), device=mask.device)
     if kernels.usable(mask) and draws.dtype == torch.float32:  # (it rounds as float32 does)
         return kernels.sample_legal(mask, draws, NO_ACTION)
-    guess = (draws[:, 0] * width).long().clamp_(max=width - 1)
-    hit = mask.gather(1, guess.unsqueeze(1)).squeeze(1)
-    action, count = random_true(mask, draws[:, 1].contiguous())
-    action = torch.where(hit, guess, action)
+    guess = (draws[:, :2] * width).long().clamp_(max=width - 1)
+    hit = mask.gather(1, guess)
+    action, count = random_true(mask, draws[:, 2].contiguous())
+    action = torch.where(hit[:, 1], guess[:, 1], action)
+    action = torch.where(hit[:, 0], guess[:, 0], action)
     return torch.where(count > 0, action, torch.full_like(action, NO_ACTION))
 
 

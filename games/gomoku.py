@@ -68,6 +68,7 @@ class Gomoku(Game):
         self.num_planes = 4
         self.symmetries = board_symmetries(height, width)
         self._rays = line_rays(height, width, k)
+        self._kernel_rays = self._rays.to(torch.int16).numpy()  # small enough for the first-level cache
         self._windows, self._window_ends = window_table(height, width, k)
         self._tables: dict[torch.device, tuple[torch.Tensor, ...]] = {}
 
@@ -86,7 +87,22 @@ class Gomoku(Game):
         return new_board_state(batch, self.height, self.width, device)
 
     def legal_mask(self, state: BoardState) -> torch.Tensor:
+        if kernels.usable(state.board):
+            return kernels.empty_cells(state.board.view(state.batch_size, -1), state.done)
         return live_rows(state.board.view(state.batch_size, -1).logical_not(), state.done)
+
+    def step(self, state: BoardState, action: torch.Tensor, *, trusted: bool = False) -> BoardState:
+        if not kernels.usable(state.board):
+            return super().step(state, action, trusted=trusted)
+        # The compiled move checks and plays in one pass (Game.step's contract, errors included).
+        if not (isinstance(action, torch.Tensor) and action.dtype == torch.long and action.dim() == 1):
+            action = torch.as_tensor(action, dtype=torch.long, device=state.device).reshape(-1)
+        if action.shape[0] != state.batch_size or not action.is_cpu:
+            return super().step(state, action)  # (which explains the mismatch)
+        new, bad = kernels.play_stones(state, action, self._kernel_rays, self.k, self.exact, not trusted, NO_ACTION)
+        if new is None:
+            self._raise_illegal(state, action, self.check_actions(state, action))
+        return new
 
     def check_actions(self, state: BoardState, action: torch.Tensor) -> torch.Tensor:
         """As Game.check_actions, reading only the chosen squares (no full legal mask)."""
@@ -100,18 +116,6 @@ class Gomoku(Game):
     def _apply(self, state: BoardState, action: torch.Tensor) -> BoardState:
         batch = state.batch_size
         rays, _, _ = self._on(state.device)
-        if kernels.usable(action):
-            board, move_number, done, winner = kernels.place_stone(
-                state.board.view(batch, -1), action, state.to_play, state.move_number, rays, self.k, self.exact
-            )
-            return BoardState(
-                to_play=1 - state.to_play,
-                move_number=move_number,
-                done=done,
-                winner=winner,
-                board=board.view_as(state.board),
-                last_action=action,
-            )
         color = player_signs(state.device).index_select(0, state.to_play)
         board = state.board.reshape(batch, -1).clone()
         board.scatter_(1, action.view(-1, 1), color.view(-1, 1))

@@ -43,7 +43,7 @@ except ImportError:  # pragma: no cover
 
 def usable(*tensors: torch.Tensor) -> bool:
     """Whether the compiled kernels can take these tensors (numba present, all on the CPU)."""
-    return AVAILABLE and all(t.device.type == "cpu" for t in tensors)
+    return AVAILABLE and all(t.is_cpu for t in tensors)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -81,13 +81,25 @@ def completes_line(board_flat: torch.Tensor, cell: torch.Tensor, color: torch.Te
 
 @njit(cache=True, nogil=True, inline="always")
 def nth_true(row, nth):  # pragma: no cover - compiled
-    """The index of the (nth + 1)-th nonzero entry of `row`, the last index if there are fewer."""
+    """The index of the (nth + 1)-th 1 in `row` (0/1 values), the last index if there are fewer.
+    Counts eight cells at a time (a sum the compiler vectorises) until the chunk that holds it:
+    three to four times faster than one cell at a time on a gomoku board."""
+    n = row.shape[0]
     seen = 0
-    for a in range(row.shape[0]):  # branch-free count; the one test is false until the end
-        seen += row[a] != 0
+    a = 0
+    while a + 8 <= n:
+        chunk = 0
+        for j in range(8):
+            chunk += row[a + j]
+        if seen + chunk > nth:
+            break
+        seen += chunk
+        a += 8
+    for i in range(a, n):
+        seen += row[i]
         if seen > nth:
-            return a
-    return row.shape[0] - 1
+            return i
+    return n - 1
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -122,43 +134,77 @@ def random_true(mask: torch.Tensor, uniform_draw: torch.Tensor) -> tuple[torch.T
 
 
 @njit(cache=True, nogil=True)
-def _place_stone(board, action, to_play, move_number, rays, k, exact, out_move, out_done, out_winner):  # pragma: no cover - compiled
+def _play_stones(board, action, to_play, move_number, done, winner, last_action, rays, k, exact, check, no_action,
+                 out_board, out_to_play, out_move, out_done, out_winner, out_last):  # pragma: no cover - compiled
+    """One k-in-a-row move in every game into the out_ arrays (out_board a copy of board).
+    With `check`: finished games must have `no_action` and stay as they are, the others an
+    empty cell; returns the first game that breaks this (the outputs are then unfinished),
+    else -1. Without: every game plays its action (off-board raises)."""
     batch, cells = board.shape
     for b in range(batch):
-        row = board[b]
         c = action[b]
-        if c < 0 or c >= cells:  # numba does not check bounds; torch's scatter would raise
+        if check:
+            if done[b]:
+                if c != no_action:
+                    return b
+                out_to_play[b] = to_play[b]
+                out_move[b] = move_number[b]
+                out_done[b] = True
+                out_winner[b] = winner[b]
+                out_last[b] = last_action[b]
+                continue
+            if c < 0 or c >= cells or board[b, c] != 0:
+                return b
+        elif c < 0 or c >= cells:  # numba does not check bounds; torch's scatter would raise
             raise IndexError("place_stone: action out of range")
+        row = out_board[b]
         stone = np.int8(1 - 2 * to_play[b])
         row[c] = stone
         hit = _line_through(row, c, stone, rays, k, exact)
         move = move_number[b] + 1
+        out_to_play[b] = 1 - to_play[b]
         out_move[b] = move
         out_done[b] = hit or move >= cells
         out_winner[b] = stone if hit else 0
+        out_last[b] = c
+    return -1
 
 
-def place_stone(board_flat, action, to_play, move_number, rays, k: int, exact: bool):
-    """A k-in-a-row move on flat boards (CPU tensors): the stone of the player to move goes on
-    `action`; returns (board int8 [B, A], move_number + 1, done bool [B], winner int8 [B])."""
-    batch = board_flat.shape[0]
-    out_board = board_flat.clone()  # torch copies rows far faster than a compiled loop does
-    out_move = torch.empty(batch, dtype=torch.long)
-    out_done = torch.empty(batch, dtype=torch.bool)
-    out_winner = torch.empty(batch, dtype=torch.int8)
-    _place_stone(
-        out_board.numpy(),
-        action.contiguous().numpy(),
-        to_play.contiguous().numpy(),
-        move_number.contiguous().numpy(),
-        rays.numpy(),
-        k,
-        exact,
-        out_move.numpy(),
-        out_done.numpy(),
-        out_winner.numpy(),
+def play_stones(state, action: torch.Tensor, rays: np.ndarray, k: int, exact: bool, check: bool, no_action: int):
+    """A k-in-a-row move in every game of a BoardState (CPU tensors): the stone of the player to
+    move goes on `action`. Returns (the next state, -1), or with `check` (None, i) when game i's
+    action is illegal (finished games must pass `no_action` and stay as they are).
+    `rays`: lines.line_rays as a numpy array (int16 keeps the table in the first-level cache)."""
+    batch = state.to_play.shape[0]
+    out_board = state.board.clone(memory_format=torch.contiguous_format)  # torch copies rows fastest
+    out = [np.empty(batch, dtype) for dtype in (np.int64, np.int64, np.bool_, np.int8, np.int64)]
+    bad = _play_stones(
+        state.board.reshape(batch, -1).numpy(), action.numpy(), state.to_play.numpy(), state.move_number.numpy(),
+        state.done.numpy(), state.winner.numpy(), state.last_action.numpy(), rays, k, exact, check, no_action,
+        out_board.view(batch, -1).numpy(), *out,
     )
-    return out_board, out_move, out_done, out_winner
+    if bad >= 0:
+        return None, bad
+    to_play, move_number, done, winner, last_action = (torch.from_numpy(a) for a in out)
+    return type(state)(to_play=to_play, move_number=move_number, done=done, winner=winner, board=out_board,
+                       last_action=last_action), -1
+
+
+@njit(cache=True, nogil=True)
+def _empty_cells(board, done, out):  # pragma: no cover - compiled
+    for b in range(board.shape[0]):
+        if done[b]:
+            out[b, :] = False
+        else:
+            for a in range(board.shape[1]):
+                out[b, a] = board[b, a] == 0
+
+
+def empty_cells(board_flat: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
+    """bool [B, A]: the empty cells of unfinished games (a stone game's legal mask)."""
+    out = np.empty(board_flat.shape, np.bool_)
+    _empty_cells(board_flat.contiguous().numpy(), done.contiguous().numpy(), out)
+    return torch.from_numpy(out)
 
 
 @njit(cache=True, nogil=True)
@@ -210,6 +256,20 @@ def fold(keys: torch.Tensor, data: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@njit(cache=True, nogil=True)
+def _fold_int(keys, d, out):  # pragma: no cover - compiled; games.random.fold with one tag for all keys
+    tag = hash_one(d + 0x632BE5AB)
+    for i in range(keys.shape[0]):
+        out[i] = hash_one(keys[i] * 0x9E3779B1 + tag)
+
+
+def fold_int(keys: torch.Tensor, data: int) -> torch.Tensor:
+    """fold for keys long [B] (CPU) and one Python int."""
+    out = np.empty(keys.shape[0], np.int64)
+    _fold_int(keys.contiguous().numpy(), data, out)
+    return torch.from_numpy(out)
+
+
 def hash32(x: torch.Tensor) -> torch.Tensor:
     """The compiled form of games.random._hash32 (long tensor of any shape, on the CPU)."""
     out = torch.empty(x.shape, dtype=torch.long)
@@ -218,36 +278,52 @@ def hash32(x: torch.Tensor) -> torch.Tensor:
 
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _guess(row, draw):  # pragma: no cover - compiled
+    width = row.shape[0]
+    return min(np.int64(np.float32(draw) * np.float32(width)), width - 1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _by_count(row, draw, no_action):  # pragma: no cover - compiled
+    n = 0
+    for a in range(row.shape[0]):
+        n += row[a]
+    return nth_true(row, nth_of(draw, n)) if n > 0 else no_action
+
+
 @njit(cache=True, nogil=True)
 def _sample_legal(mask, draws, no_action, out):  # pragma: no cover - compiled
-    batch, width = mask.shape
-    for b in range(batch):
+    for b in range(mask.shape[0]):
         row = mask[b]
-        guess = min(np.int64(np.float32(draws[b, 0]) * np.float32(width)), width - 1)
-        if row[guess]:
-            out[b] = guess
-            continue
-        n = 0
-        for a in range(width):
-            n += row[a]
-        out[b] = nth_true(row, nth_of(draws[b, 1], n)) if n > 0 else no_action
+        first, second = _guess(row, draws[b, 0]), _guess(row, draws[b, 1])
+        out[b] = first if row[first] else second if row[second] else _by_count(row, draws[b, 2], no_action)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _key_draw(key, column):  # pragma: no cover - compiled; column `column` of games.random.uniform(keys, (B, n))
+    return np.float32(hash_one(key + column * 0x632BE5AB) >> 8) * np.float32(1.0 / (1 << 24))
 
 
 @njit(cache=True, nogil=True)
-def _key_draws(keys, draws):  # pragma: no cover - compiled; games.random.uniform(keys, (B, 2))
-    scale = np.float32(1.0 / (1 << 24))
-    for b in range(keys.shape[0]):
-        draws[b, 0] = np.float32(hash_one(keys[b]) >> 8) * scale
-        draws[b, 1] = np.float32(hash_one(keys[b] + 0x632BE5AB) >> 8) * scale
+def _sample_legal_keys(mask, keys, no_action, out):  # pragma: no cover - compiled
+    for b in range(mask.shape[0]):  # the draws of games.random.uniform(keys, (B, 3)), made when needed
+        row = mask[b]
+        a = _guess(row, _key_draw(keys[b], 0))
+        if not row[a]:
+            a = _guess(row, _key_draw(keys[b], 1))
+            if not row[a]:
+                a = _by_count(row, _key_draw(keys[b], 2), no_action)
+        out[b] = a
 
 
 def sample_legal(mask: torch.Tensor, draws: torch.Tensor | None, no_action: int, keys: torch.Tensor | None = None):
-    """The compiled form of games.base.sample_uniform_legal, from its draws (float [B, 2]) or,
+    """The compiled form of games.base.sample_uniform_legal, from its draws (float [B, 3]) or,
     with draws None, from per-game keys (the same draws as games.random.uniform makes)."""
-    batch = mask.shape[0]
+    out = np.empty(mask.shape[0], np.int64)
+    rows = mask.contiguous().numpy().view(np.uint8)
     if draws is None:
-        draws = torch.empty((batch, 2), dtype=torch.float32)
-        _key_draws(keys.contiguous().numpy(), draws.numpy())
-    out = torch.empty(batch, dtype=torch.long)
-    _sample_legal(mask.contiguous().view(torch.uint8).numpy(), draws.contiguous().numpy(), no_action, out.numpy())
-    return out
+        _sample_legal_keys(rows, keys.contiguous().numpy(), no_action, out)
+    else:
+        _sample_legal(rows, draws.contiguous().numpy(), no_action, out)
+    return torch.from_numpy(out)

@@ -103,6 +103,22 @@ def test_gomoku_move_checks_agree_on_legal_and_illegal_moves():
         ok_kernel, ok_torch = both(lambda: game.check_actions(state, action))
         assert torch.equal(ok_kernel, ok_torch)
         assert 0 < int(ok_kernel.sum()) < 256
+        # the compiled step checks as it plays: the same error, naming the first bad game
+        errors = []
+        for context in (contextlib.nullcontext, torch_only):
+            with context(), pytest.raises(games.IllegalActionError) as caught:
+                game.step(state, action)
+            errors.append(str(caught.value))
+        assert len(errors) == 2 and errors[0] == errors[1]
+        assert f"in game {int((~ok_kernel).nonzero()[0, 0])} of the batch" in errors[0]
+        # legal where they were not (finished games: no action): the same next state, and
+        # finished games keep theirs, last move included
+        legal = torch.where(ok_kernel, action, games.sample_uniform_legal(game.legal_mask(state), make_keys(7, 256)))
+        played, reference = both(lambda: game.step(state, legal))
+        assert played.equal(reference) and played[state.done].equal(state[state.done])
+        live = ~state.done
+        trusted, reference = both(lambda: game.step(state[live], legal[live], trusted=True))
+        assert trusted.equal(reference)
 
 
 @pytest.mark.parametrize("spec", ["tictactoe", "gomoku:size=7,k=4"])
@@ -183,7 +199,7 @@ def test_uniform_legal_moves_are_the_same_and_uniform(width):
         assert bool(mask[rows].gather(1, a[rows].unsqueeze(1)).all())
         ga, gb = both(lambda: games.sample_uniform_legal(mask, torch.Generator().manual_seed(seed)))
         assert torch.equal(ga, gb)
-    # one row repeated: every legal action about equally often, whether the first draw hits or not
+    # one row repeated: every legal action about equally often, whichever draw hits
     row = torch.zeros(1, width, dtype=torch.bool)
     row[0, ::3] = True
     n = 30000
