@@ -77,21 +77,30 @@ def rates(*works: Callable[[], float], seconds: float, repeats: int) -> list[flo
 
 
 def random_play_stepper(game, batch: int, seed: int = 0) -> Callable[[], float]:
-    """A closure that plays one random ply in `batch` games (finished games restart in place)."""
+    """A closure that plays one random ply in `batch` games and returns how many games moved.
+
+    Finished games restart in place, in groups of at least 1/64 of the batch (a restart
+    is a dozen whole-batch operations whatever its size); until then they sit the plies
+    out (their action is "none") and do not count as steps.
+    """
     state = game.initial_state(batch)
     keys = make_keys(seed, batch)
     fresh = game.initial_state(batch)
-    counter = [0]
+    restart_at = max(1, batch // 64)
+    counter, waiting = 0, 0
 
     def work() -> float:
-        nonlocal state
-        action = games.sample_uniform_legal(game.legal_mask(state), fold(keys, counter[0]))
+        nonlocal state, counter, waiting
+        moved = batch - waiting
+        action = games.sample_uniform_legal(game.legal_mask(state), fold(keys, counter))
         state = game.step(state, action)
-        counter[0] += 1
+        counter += 1
         finished = state.done.nonzero().squeeze(1)
-        if finished.numel():
-            state.put_(finished, fresh.take(finished))
-        return float(batch)
+        waiting = finished.numel()
+        if waiting >= restart_at:
+            state.put_(finished, fresh[:waiting])
+            waiting = 0
+        return float(moved)
 
     return work
 
