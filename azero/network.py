@@ -13,6 +13,7 @@ convolution, a hidden layer, tanh).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import warnings
@@ -120,6 +121,20 @@ def native_bfloat16() -> bool:
         return False
 
 
+@contextlib.contextmanager
+def _one_thread_if(condition: bool):
+    """torch's intra-op threads set to one for the block, if `condition` (process-wide while it runs)."""
+    before = torch.get_num_threads()
+    change = condition and before != 1
+    if change:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if change:
+            torch.set_num_threads(before)
+
+
 class NetworkEvaluator:
     """The search's leaf evaluator: one forward pass for all leaves of all trees.
 
@@ -135,6 +150,10 @@ class NetworkEvaluator:
     (docs/BENCHMARKS.md). Modules are rebuilt whenever the weights change (the
     tensors' version counters move when an optimizer or load_state_dict writes
     them), and eager mode is used if it cannot be built.
+
+    A batch of one position runs on one CPU thread: on two cores a second thread gained
+    5% at best, and in some processes it halved the forward passes per second for as
+    long as they ran (docs/BENCHMARKS.md, run J).
 
     `precision`: "float32"; "bfloat16" (a bfloat16 copy of the weights, outputs
     turned back to float32; about 8 significant bits, so priors and values differ
@@ -210,7 +229,7 @@ class NetworkEvaluator:
         legal = (self.game.legal_mask(states) if legal is None else legal).to(self.device)
         dtype = self.dtype_for(states.batch_size)
         module = self.module(planes, legal, dtype)
-        with torch.inference_mode():
+        with torch.inference_mode(), _one_thread_if(states.batch_size == 1 and self.device.type == "cpu"):
             logits, value = module(as_network_input(planes, dtype), legal)
             self.calls += 1
             self.positions += states.batch_size

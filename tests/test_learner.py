@@ -318,7 +318,9 @@ def test_the_search_sees_the_network_as_it_is_after_every_training_step():
         expected_prior, expected_value = eager()
         assert torch.allclose(prior, expected_prior, atol=1e-6)
         assert torch.allclose(value, expected_value, atol=1e-6)
-        one_prior, one_value = evaluator(state[2])  # one position: its own frozen module
+        threads = torch.get_num_threads()
+        one_prior, one_value = evaluator(state[2])  # one position: its own frozen module, on one thread
+        assert torch.get_num_threads() == threads  # and the process's setting is back
         assert torch.allclose(one_prior, expected_prior[2:3], atol=1e-6)
         assert torch.allclose(one_value, expected_value[2:3], atol=1e-6)
         net.train()  # one optimizer step, as the trainer takes them
