@@ -373,11 +373,19 @@ class Game:
         """
         if trusted:
             return self._apply(state, action)
-        action = torch.as_tensor(action, dtype=torch.long, device=state.device).reshape(-1)
+        device = state.device
+        if not (isinstance(action, torch.Tensor) and action.dtype == torch.long and action.dim() == 1
+                and action.device == device):  # (as_tensor would return it, after a few microseconds)
+            action = torch.as_tensor(action, dtype=torch.long, device=device).reshape(-1)
         if action.shape[0] != state.batch_size:
             raise GameError(
                 f"{self.name}: step got {action.shape[0]} actions for a batch of {state.batch_size} games"
             )
+        return self._checked_apply(state, action)
+
+    def _checked_apply(self, state: State, action: torch.Tensor) -> State:
+        """step's work once `action` is a long [B] on the state's device: check every action
+        (IllegalActionError naming the first bad game), play them, keep finished games as they are."""
         ok = self.check_actions(state, action)
         if not bool(ok.all()):
             self._raise_illegal(state, action, ok)

@@ -91,15 +91,11 @@ class Gomoku(Game):
             return kernels.empty_cells(state.board.view(state.batch_size, -1), state.done)
         return live_rows(state.board.view(state.batch_size, -1).logical_not(), state.done)
 
-    def step(self, state: BoardState, action: torch.Tensor, *, trusted: bool = False) -> BoardState:
-        if not kernels.usable(state.board):
-            return super().step(state, action, trusted=trusted)
-        # The compiled move checks and plays in one pass (Game.step's contract, errors included).
-        if not (isinstance(action, torch.Tensor) and action.dtype == torch.long and action.dim() == 1):
-            action = torch.as_tensor(action, dtype=torch.long, device=state.device).reshape(-1)
-        if action.shape[0] != state.batch_size or not action.is_cpu:
-            return super().step(state, action)  # (which explains the mismatch)
-        new, bad = kernels.play_stones(state, action, self._kernel_rays, self.k, self.exact, not trusted, NO_ACTION)
+    def _checked_apply(self, state: BoardState, action: torch.Tensor) -> BoardState:
+        if not kernels.usable(state.board, action):
+            return super()._checked_apply(state, action)
+        # the compiled loop checks and plays in one pass; on a bad move, the usual error
+        new = kernels.play_stones(state, action, self._kernel_rays, self.k, self.exact, True, NO_ACTION)
         if new is None:
             self._raise_illegal(state, action, self.check_actions(state, action))
         return new
@@ -114,6 +110,8 @@ class Gomoku(Game):
         return torch.where(state.done, action == NO_ACTION, in_range & empty)
 
     def _apply(self, state: BoardState, action: torch.Tensor) -> BoardState:
+        if kernels.usable(state.board, action):
+            return kernels.play_stones(state, action, self._kernel_rays, self.k, self.exact, False, NO_ACTION)
         batch = state.batch_size
         rays, _, _ = self._on(state.device)
         color = player_signs(state.device).index_select(0, state.to_play)

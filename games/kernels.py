@@ -172,8 +172,8 @@ def _play_stones(board, action, to_play, move_number, done, winner, last_action,
 
 def play_stones(state, action: torch.Tensor, rays: np.ndarray, k: int, exact: bool, check: bool, no_action: int):
     """A k-in-a-row move in every game of a BoardState (CPU tensors): the stone of the player to
-    move goes on `action`. Returns (the next state, -1), or with `check` (None, i) when game i's
-    action is illegal (finished games must pass `no_action` and stay as they are).
+    move goes on `action`. Returns the next state, or with `check` None when an action is
+    illegal (finished games must pass `no_action` and stay as they are).
     `rays`: lines.line_rays as a numpy array (int16 keeps the table in the first-level cache)."""
     batch = state.to_play.shape[0]
     board = state.board.numpy()
@@ -187,11 +187,10 @@ def play_stones(state, action: torch.Tensor, rays: np.ndarray, k: int, exact: bo
         out_board.reshape(batch, -1), *out,
     )
     if bad >= 0:
-        return None, bad
+        return None
     to_play, move_number, done, winner, last_action = (torch.from_numpy(a) for a in out)
     return type(state)(to_play=to_play, move_number=move_number, done=done, winner=winner,
-                       board=torch.from_numpy(out_board),
-                       last_action=last_action), -1
+                       board=torch.from_numpy(out_board), last_action=last_action)
 
 
 @njit(cache=True, nogil=True)
@@ -247,30 +246,21 @@ def _hash32(x, out):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def _fold(keys, data, out):  # pragma: no cover - compiled; games.random.fold
-    one = data.shape[0] == 1
-    for i in range(keys.shape[0]):
-        d = data[0] if one else data[i]
-        out[i] = hash_one(keys[i] * 0x9E3779B1 + hash_one(d + 0x632BE5AB))
+    if data.shape[0] == 1:  # one tag for every key: hashed once
+        tag = hash_one(data[0] + 0x632BE5AB)
+        for i in range(keys.shape[0]):
+            out[i] = hash_one(keys[i] * 0x9E3779B1 + tag)
+    else:
+        for i in range(keys.shape[0]):
+            out[i] = hash_one(keys[i] * 0x9E3779B1 + hash_one(data[i] + 0x632BE5AB))
 
 
-def fold(keys: torch.Tensor, data: torch.Tensor) -> torch.Tensor:
-    """The compiled form of games.random.fold for keys long [B] and data long [B] or [1]."""
-    out = torch.empty(keys.shape, dtype=torch.long)
-    _fold(keys.contiguous().numpy(), data.contiguous().view(-1).numpy(), out.numpy())
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _fold_int(keys, d, out):  # pragma: no cover - compiled; games.random.fold with one tag for all keys
-    tag = hash_one(d + 0x632BE5AB)
-    for i in range(keys.shape[0]):
-        out[i] = hash_one(keys[i] * 0x9E3779B1 + tag)
-
-
-def fold_int(keys: torch.Tensor, data: int) -> torch.Tensor:
-    """fold for keys long [B] (CPU) and one Python int."""
+def fold(keys: torch.Tensor, data: torch.Tensor | int) -> torch.Tensor:
+    """The compiled form of games.random.fold for keys long [B] and data long [B] or [1], or
+    one Python int (which needs no tensor)."""
+    tags = np.array([data], np.int64) if isinstance(data, int) else data.contiguous().view(-1).numpy()
     out = np.empty(keys.shape[0], np.int64)
-    _fold_int(keys.contiguous().numpy(), data, out)
+    _fold(keys.contiguous().numpy(), tags, out)
     return torch.from_numpy(out)
 
 

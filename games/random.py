@@ -45,7 +45,7 @@ def make_keys(seed: int, batch: int, device="cpu") -> torch.Tensor:
 def fold(keys: torch.Tensor, data) -> torch.Tensor:
     """New keys from old ones and a tag (int or long tensor broadcast against keys)."""
     if isinstance(data, int) and kernels.usable(keys) and keys.dim() == 1:
-        return kernels.fold_int(keys, data)
+        return kernels.fold(keys, data)
     data = torch.as_tensor(data, dtype=torch.long, device=keys.device)
     if kernels.usable(keys) and keys.dim() == 1 and data.numel() in (1, keys.shape[0]) and data.dim() <= 1:
         return kernels.fold(keys, data)
