@@ -156,7 +156,7 @@ def _play_stones(board, action, to_play, move_number, done, winner, last_action,
             if c < 0 or c >= cells or board[b, c] != 0:
                 return b
         elif c < 0 or c >= cells:  # numba does not check bounds; torch's scatter would raise
-            raise IndexError("place_stone: action out of range")
+            raise IndexError("play_stones: action out of range")
         row = out_board[b]
         stone = np.int8(1 - 2 * to_play[b])
         row[c] = stone
