@@ -129,6 +129,8 @@ def make_az_player(spec, game: Game, *, device="cpu", seed=None) -> AZPlayer:
     precision = spec.options.get("precision", "auto")
     if precision not in PRECISIONS:
         raise UserError(f"az: precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if precision == "int8" and torch.device(device).type != "cpu":
+        raise UserError(f"az: precision int8 runs on the CPU only, not on {device}")
     data = load_checkpoint(spec.argument, game=game)
     _, net = network_from_checkpoint(data, device)
     label = f"az@{data['iteration']}"

@@ -222,9 +222,9 @@ def bench_puct(seconds: float, repeats: int) -> dict:
         return float(batch * sims)
 
     planes, legal = game.encode(roots), game.legal_mask(roots)
-    dtype = searcher.evaluator.dtype_for(batch)  # what the search calls: frozen on the CPU, maybe bfloat16
-    module = searcher.evaluator.module(planes, legal, dtype)
-    planes = as_network_input(planes, dtype)
+    precision = searcher.evaluator.precision_for(batch)  # what the search calls: frozen on the CPU, maybe int8
+    module = searcher.evaluator.module(planes, legal, precision)
+    planes = as_network_input(planes, precision)
 
     def forward() -> float:
         with torch.inference_mode():
@@ -234,7 +234,7 @@ def bench_puct(seconds: float, repeats: int) -> dict:
     sims_per_s, evals_per_s = rates(search, forward, seconds=seconds, repeats=repeats)
     return {"sims_per_s": sims_per_s, "net_evals_per_s": evals_per_s, "efficiency": sims_per_s / evals_per_s,
             "batch": batch, "simulations": sims, "network": dict(vars(config.network)),
-            "dtype": str(dtype).removeprefix("torch.")}
+            "precision": precision}
 
 
 def bench_selfplay(seconds: float, repeats: int) -> dict:

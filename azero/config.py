@@ -48,9 +48,10 @@ class SearchConfig:
     noise_fraction: float = _f(0.25, "weight of the Dirichlet noise in the root prior", low=0)
     temperature_moves: int = _f(8, "moves of each game sampled in proportion to visits; then the most visited", low=0)
     reuse_tree: bool = _f(True, "keep the chosen move's subtree for the next move in self-play")
-    precision: str = _f("auto", "network arithmetic in the search: auto = bfloat16 for batches of 16 or more on a "
-                        "CPU with native bfloat16 (AVX-512 BF16 / AMX), else float32",
-                        choices=("auto", "float32", "bfloat16"))
+    precision: str = _f("auto", "network arithmetic in the search: auto = for batches of 16 or more on a CPU, "
+                        "int8 if it has VNNI (AVX-512 VNNI / AVX-VNNI / AMX), else bfloat16 if it runs that "
+                        "natively (AVX-512 BF16 / AMX), else float32; float32 on GPUs and for smaller batches",
+                        choices=("auto", "float32", "bfloat16", "int8"))
 
 
 @dataclass

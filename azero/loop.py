@@ -108,6 +108,8 @@ class Run:
         device = config.run.device
         if device.startswith("cuda") and not torch.cuda.is_available():
             raise UserError("run.device is cuda but no CUDA device is available here; use --device cpu")
+        if config.search.precision == "int8" and torch.device(device).type != "cpu":
+            raise UserError(f"search.precision int8 runs on the CPU only, not on {device}; use auto, float32 or bfloat16")
         self.device = device
         torch.manual_seed(config.run.seed)
         self.game = games.make_from_spec(config.game.spec)

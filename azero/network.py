@@ -25,6 +25,8 @@ from torch.nn import functional as F
 
 from games import Game, State
 
+from .quantized import Int8Network, calibration_positions, native_int8
+
 
 @dataclass
 class NetworkConfig:
@@ -104,13 +106,17 @@ def _layout(dtype: torch.dtype) -> torch.memory_format:
     return torch.channels_last if dtype == torch.bfloat16 else torch.contiguous_format
 
 
-def as_network_input(planes: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Planes in the dtype and layout the inference module for `dtype` takes."""
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "int8": torch.float32}  # int8: its input
+
+
+def as_network_input(planes: torch.Tensor, precision: str) -> torch.Tensor:
+    """Planes in the dtype and layout the inference module of `precision` takes."""
+    dtype = DTYPES[precision]
     return planes.to(dtype).contiguous(memory_format=_layout(dtype))
 
 
-PRECISIONS = ("auto", "float32", "bfloat16")
-BFLOAT16_MIN_BATCH = 16
+PRECISIONS = ("auto", "float32", "bfloat16", "int8")
+LOW_PRECISION_MIN_BATCH = 16
 
 
 def native_bfloat16() -> bool:
@@ -157,11 +163,14 @@ class NetworkEvaluator:
 
     `precision`: "float32"; "bfloat16" (a bfloat16 copy of the weights, outputs
     turned back to float32; about 8 significant bits, so priors and values differ
-    from float32 by up to about 1%); or "auto" (the default): bfloat16 for batches
-    of at least BFLOAT16_MIN_BATCH positions on a CPU that runs bfloat16 natively
-    (there, in channels-last layout, it gave 1.8x the positions/s of float32 at batch 128
-    and within 6% of float32 below 16, where float32's precision is worth keeping),
-    float32 otherwise.
+    from float32 by up to about 1%); "int8" (on the CPU only: `azero.quantized`,
+    8-bit weights and activations; priors within about 2% of float32, values within
+    0.01); or "auto" (the default): for batches of at least LOW_PRECISION_MIN_BATCH
+    positions on the CPU, int8 where the CPU has VNNI, else bfloat16 where it runs
+    bfloat16 natively, else float32; float32 for smaller batches (one position at a
+    time is play and analysis, where float32's precision is worth keeping) and on GPUs.
+    On this machine kind (Zen 4) bfloat16 gave 1.8x the forward passes/s of float32 at
+    batch 128, and int8 about 1.5x bfloat16 (docs/BENCHMARKS.md).
     """
 
     uses_keys = False  # deterministic: the search need not make random keys for it
@@ -170,56 +179,68 @@ class NetworkEvaluator:
                  precision: str = "auto"):
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+        if precision == "int8" and torch.device(device).type != "cpu":
+            raise ValueError(f"precision int8 runs on the CPU only, not on {device}; use auto, float32 or bfloat16")
         self.net, self.game, self.device = net, game, torch.device(device)
         self.precision = precision
         self.calls = 0
         self.positions = 0
-        self._frozen: dict[tuple, tuple] = {}  # (dtype, training) -> (weights version, module)
+        self._frozen: dict[tuple, tuple] = {}  # (precision, training, single) -> (weights version, module)
         self._can_freeze = self.device.type == "cpu"
-        self._bf16_auto = self.device.type == "cpu" and native_bfloat16()
+        on_cpu = self.device.type == "cpu"
+        self._auto = "int8" if on_cpu and native_int8() else "bfloat16" if on_cpu and native_bfloat16() else "float32"
+        self._calibration: torch.Tensor | None = None  # int8's calibration positions, made once
         self._weights = list(itertools.chain(net.parameters(), net.buffers()))
 
     def _weights_version(self) -> tuple:
         return tuple(t._version for t in self._weights)
 
-    def dtype_for(self, batch: int) -> torch.dtype:
-        """The dtype the network runs in for a batch of this size."""
-        if self.precision == "bfloat16" or (
-            self.precision == "auto" and self._bf16_auto and batch >= BFLOAT16_MIN_BATCH and not self.net.training
-        ):
-            return torch.bfloat16
-        return torch.float32
+    def precision_for(self, batch: int) -> str:
+        """The arithmetic the network runs in for a batch of this size: float32, bfloat16 or int8."""
+        if self.precision == "auto":
+            return self._auto if batch >= LOW_PRECISION_MIN_BATCH and not self.net.training else "float32"
+        if self.precision == "int8" and self.net.training:
+            return "float32"  # int8 folds the batch-norm statistics of eval mode
+        return self.precision
 
-    def module(self, planes: torch.Tensor, legal: torch.Tensor, dtype: torch.dtype = torch.float32):
-        """The inference module for the current weights in `dtype` (float32: maybe the network itself)."""
+    def module(self, planes: torch.Tensor, legal: torch.Tensor, precision: str = "float32"):
+        """The inference module for the current weights in `precision` (float32: maybe the network itself)."""
         frozen = self._can_freeze and not self.net.training
-        if not frozen and dtype == torch.float32:
+        if not frozen and precision == "float32":
             return self.net
         version = self._weights_version()
         # a copy made in training mode keeps its batch-norm behaviour; one position at a time
         # (play, analysis) gets its own module, frozen without oneDNN's layout conversions
         single = planes.shape[0] == 1
-        key = (dtype, self.net.training, single)
+        key = (precision, self.net.training, single)
         cached = self._frozen.get(key)
         if cached is None or cached[0] != version:
             # normal tensors even when called under inference mode (the search runs in it)
             with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
-                net = self.net
-                if dtype != torch.float32:
-                    net = copy.deepcopy(self.net).to(dtype, memory_format=_layout(dtype))
-                module = net
-                if frozen:
-                    try:
-                        warnings.simplefilter("ignore")
-                        example = (as_network_input(planes, dtype), legal.clone())
-                        traced = torch.jit.trace(net, example, check_trace=False)
-                        module = torch.jit.freeze(traced)
-                        if not single:
-                            module = torch.jit.optimize_for_inference(module)
-                    except Exception:  # an unusual torch build: eager mode is always right
-                        self._can_freeze = False
+                if precision == "int8":
+                    if self._calibration is None:
+                        self._calibration = calibration_positions(self.game)
+                    module = Int8Network(self.net, self._calibration)
+                else:
+                    module = self._frozen_module(planes, legal, DTYPES[precision], frozen, single)
             cached = self._frozen[key] = (version, module)
         return cached[1]
+
+    def _frozen_module(self, planes, legal, dtype: torch.dtype, frozen: bool, single: bool):
+        net = self.net
+        if dtype != torch.float32:
+            net = copy.deepcopy(self.net).to(dtype, memory_format=_layout(dtype))
+        if not frozen:
+            return net
+        try:
+            warnings.simplefilter("ignore")
+            example = (planes.to(dtype).contiguous(memory_format=_layout(dtype)), legal.clone())
+            traced = torch.jit.trace(net, example, check_trace=False)
+            module = torch.jit.freeze(traced)
+            return module if single else torch.jit.optimize_for_inference(module)
+        except Exception:  # an unusual torch build: eager mode is always right
+            self._can_freeze = False
+            return net
 
     def __call__(
         self, states: State, keys: torch.Tensor | None = None, legal: torch.Tensor | None = None
@@ -227,10 +248,10 @@ class NetworkEvaluator:
         """(prior float [n, A], value float [n]) for states [n]; `legal` is their legal mask if known."""
         planes = self.game.encode(states).to(self.device)
         legal = (self.game.legal_mask(states) if legal is None else legal).to(self.device)
-        dtype = self.dtype_for(states.batch_size)
-        module = self.module(planes, legal, dtype)
+        precision = self.precision_for(states.batch_size)
+        module = self.module(planes, legal, precision)
         with torch.inference_mode(), _one_thread_if(states.batch_size == 1 and self.device.type == "cpu"):
-            logits, value = module(as_network_input(planes, dtype), legal)
+            logits, value = module(as_network_input(planes, precision), legal)
             self.calls += 1
             self.positions += states.batch_size
             prior = masked_softmax(logits.float()).to(states.device)

@@ -18,6 +18,7 @@ from azero.checkpoint import atomic_save, load_checkpoint, network_checkpoint, n
 from azero.config import ConfigError, load_config
 from azero.errors import UserError
 from azero.network import NetworkConfig, NetworkEvaluator, PolicyValueNet, masked_softmax
+from azero.quantized import Int8Network, calibration_positions, native_int8
 from azero.players import parse_spec
 from azero.replay import ReplayBuffer
 from azero.search import PUCT, new_tree, simulate
@@ -348,11 +349,89 @@ def test_bfloat16_inference_stays_close_to_float32_and_auto_chooses_by_batch():
     assert (prior16[game.legal_mask(state).logical_not()] == 0).all()
     assert (prior16 - prior).abs().max() < 2e-2
     assert (value16 - value).abs().max() < 2e-2
-    assert approx.dtype_for(1) == torch.bfloat16 and exact.dtype_for(1024) == torch.float32
+    assert approx.precision_for(1) == "bfloat16" and exact.precision_for(1024) == "float32"
     auto = NetworkEvaluator(net, game)
-    assert auto.dtype_for(1) == torch.float32  # one position at a time: float32 is faster
+    assert auto.precision_for(1) == "float32"  # one position at a time: play and analysis keep float32
     from azero.network import native_bfloat16
 
-    assert auto.dtype_for(128) == (torch.bfloat16 if native_bfloat16() else torch.float32)
-    with pytest.raises(ValueError, match="precision must be one of auto, float32, bfloat16"):
+    expected = "int8" if native_int8() else "bfloat16" if native_bfloat16() else "float32"
+    assert auto.precision_for(128) == expected
+    net.train()
+    assert auto.precision_for(128) == "float32"  # the trainer's forward passes are float32
+    net.eval()
+    with pytest.raises(ValueError, match="precision must be one of auto, float32, bfloat16, int8"):
         NetworkEvaluator(net, game, precision="half")
+    with pytest.raises(ValueError, match="int8 runs on the CPU only"):
+        NetworkEvaluator(net, game, device="cuda", precision="int8")
+
+
+def _nontrivial_net(game, seed=0):
+    """A small network whose batch norms do something (their statistics are folded in int8)."""
+    torch.manual_seed(seed)
+    net = PolicyValueNet(NetworkConfig(blocks=2, channels=16, value_hidden=16), game).eval()
+    with torch.no_grad():
+        for module in net.modules():
+            if isinstance(module, torch.nn.BatchNorm2d):
+                module.running_mean.uniform_(-0.5, 0.5)
+                module.running_var.uniform_(0.5, 2.0)
+                module.weight.uniform_(0.5, 1.5)
+                module.bias.uniform_(-0.2, 0.2)
+    return net
+
+
+@pytest.mark.parametrize("spec", ["gomoku:size=8,k=5", "connect4", "othello", "go:size=7"])
+def test_int8_inference_follows_the_float32_network(spec):
+    """Int8 logits stay within a tenth of their spread of float32's (a mis-wired head is off by
+    more than their whole spread), values within 5e-3, priors sum to one over legal moves only."""
+    game = games.make_from_spec(spec)
+    net = _nontrivial_net(game)
+    state = game.initial_state(64)
+    generator = torch.Generator().manual_seed(1)
+    for _ in range(6):
+        state = game.step(state, games.sample_uniform_legal(game.legal_mask(state), generator))
+    planes, legal = game.encode(state), game.legal_mask(state)
+    module = Int8Network(net, calibration_positions(game))
+    with torch.inference_mode():
+        logits, value = net(planes, legal)
+        logits8, value8 = module(planes, legal)
+    assert logits8.dtype == torch.float32 and value8.shape == value.shape
+    assert torch.equal(torch.isinf(logits8), ~legal)
+    assert (logits8 - logits)[legal].abs().max() < 0.1 * logits[legal].std()
+    assert (value8 - value).abs().max() < 5e-3
+    # through the evaluator (first player's view, probabilities)
+    prior, first_value = NetworkEvaluator(net, game, precision="float32")(state)
+    prior8, first_value8 = NetworkEvaluator(net, game, precision="int8")(state)
+    assert torch.allclose(prior8.sum(dim=1), torch.ones(64))
+    assert (prior8[~legal] == 0).all()
+    assert (prior8 - prior).abs().max() < 2e-2 and (first_value8 - first_value).abs().max() < 5e-3
+
+
+def test_int8_module_depends_on_the_weights_only_and_follows_them():
+    """Whatever batch builds it, the int8 module gives the same outputs (a resumed run builds the
+    same one); after a training step it is rebuilt; planes that are not whole numbers are scaled."""
+    game = games.make("gomoku", size=8, k=5)
+    net = _nontrivial_net(game)
+    opening = game.initial_state(32)
+    later = game.step(opening, torch.arange(32))
+    one, two = NetworkEvaluator(net, game, precision="int8"), NetworkEvaluator(net, game, precision="int8")
+    one(opening)  # built on a batch of empty boards
+    first = one(later)
+    assert torch.equal(first[0], two(later)[0]) and torch.equal(first[1], two(later)[1])
+    with torch.no_grad():
+        net.value_fc[2].bias.add_(0.5)  # as an optimizer step writes the weights
+    moved = one(later)[1]
+    assert ((moved - first[1]).abs() > 1e-3).all(), "the module was not rebuilt for the new weights"
+    module = Int8Network(net, calibration_positions(game) * 0.5)
+    assert not module.whole_planes
+    with torch.inference_mode():
+        _, value = net(game.encode(later) * 0.5)
+        _, value8 = module(game.encode(later) * 0.5)
+    assert (value8 - value).abs().max() < 5e-3
+
+
+def test_calibration_positions_cover_every_depth_and_never_a_finished_game():
+    game = games.make("tictactoe")
+    planes = calibration_positions(game, count=40)
+    stones = planes[:, :2].sum(dim=(1, 2, 3))  # both players' stones
+    assert stones.min() == 0 and stones.max() == game.num_actions // 2
+    assert torch.equal(planes, calibration_positions(game, count=40)), "a fixed seed: the same positions"
