@@ -164,13 +164,13 @@ class NetworkEvaluator:
     `precision`: "float32"; "bfloat16" (a bfloat16 copy of the weights, outputs
     turned back to float32; about 8 significant bits, so priors and values differ
     from float32 by up to about 1%); "int8" (on the CPU only: `azero.quantized`,
-    8-bit weights and activations; priors within about 2% of float32, values within
-    0.01); or "auto" (the default): for batches of at least LOW_PRECISION_MIN_BATCH
+    8-bit weights and activations; on a trained gomoku network priors 1.35% and values
+    0.004 from float32's, on average); or "auto" (the default): for batches of at least LOW_PRECISION_MIN_BATCH
     positions on the CPU, int8 where the CPU has VNNI, else bfloat16 where it runs
     bfloat16 natively, else float32; float32 for smaller batches (one position at a
     time is play and analysis, where float32's precision is worth keeping) and on GPUs.
     On this machine kind (Zen 4) bfloat16 gave 1.8x the forward passes/s of float32 at
-    batch 128, and int8 about 1.5x bfloat16 (docs/BENCHMARKS.md).
+    batch 128, and int8 1.5-1.8x bfloat16 at batches 256 and 128 (docs/BENCHMARKS.md).
     """
 
     uses_keys = False  # deterministic: the search need not make random keys for it
