@@ -165,8 +165,8 @@ class NetworkEvaluator:
     turned back to float32; about 8 significant bits, so priors and values differ
     from float32 by up to about 1%); "int8" (on the CPU only: `azero.quantized`,
     8-bit weights and activations; on a trained gomoku network priors 1.35% and values
-    0.004 from float32's, on average); or "auto" (the default): for batches of at least LOW_PRECISION_MIN_BATCH
-    positions on the CPU, int8 where the CPU has VNNI, else bfloat16 where it runs
+    0.004 from float32's, on average); or "auto" (the default): for batches of at least
+    LOW_PRECISION_MIN_BATCH positions on the CPU, int8 where the CPU has VNNI, else bfloat16 where it runs
     bfloat16 natively, else float32; float32 for smaller batches (one position at a
     time is play and analysis, where float32's precision is worth keeping) and on GPUs.
     On this machine kind (Zen 4) bfloat16 gave 1.8x the forward passes/s of float32 at
@@ -186,8 +186,8 @@ class NetworkEvaluator:
         self.calls = 0
         self.positions = 0
         self._frozen: dict[tuple, tuple] = {}  # (precision, training, single) -> (weights version, module)
-        self._can_freeze = self.device.type == "cpu"
         on_cpu = self.device.type == "cpu"
+        self._can_freeze = on_cpu
         self._auto = "int8" if on_cpu and native_int8() else "bfloat16" if on_cpu and native_bfloat16() else "float32"
         self._calibration: torch.Tensor | None = None  # int8's calibration positions, made once
         self._weights = list(itertools.chain(net.parameters(), net.buffers()))
@@ -222,19 +222,19 @@ class NetworkEvaluator:
                         self._calibration = calibration_positions(self.game)
                     module = Int8Network(self.net, self._calibration)
                 else:
-                    module = self._frozen_module(planes, legal, DTYPES[precision], frozen, single)
+                    module = self._frozen_module(planes, legal, precision, frozen, single)
             cached = self._frozen[key] = (version, module)
         return cached[1]
 
-    def _frozen_module(self, planes, legal, dtype: torch.dtype, frozen: bool, single: bool):
-        net = self.net
+    def _frozen_module(self, planes, legal, precision: str, frozen: bool, single: bool):
+        net, dtype = self.net, DTYPES[precision]
         if dtype != torch.float32:
             net = copy.deepcopy(self.net).to(dtype, memory_format=_layout(dtype))
         if not frozen:
             return net
         try:
             warnings.simplefilter("ignore")
-            example = (planes.to(dtype).contiguous(memory_format=_layout(dtype)), legal.clone())
+            example = (as_network_input(planes, precision), legal.clone())
             traced = torch.jit.trace(net, example, check_trace=False)
             module = torch.jit.freeze(traced)
             return module if single else torch.jit.optimize_for_inference(module)

@@ -145,7 +145,10 @@ class Int8Network:
             head = (torch.cat([policy_w, value_w]), torch.cat([policy_b, value_b]))
             self.policy_planes = policy_w.shape[0]
             ranges = self._ranges(calibration.float(), convs, head)
-        self.input_q = self._qparams(*ranges[0])
+        # planes of small whole numbers (0/1) are their own uint8 values: no rounding, no scaling
+        self.whole_planes = bool((calibration == calibration.round()).all() and calibration.min() >= 0
+                                 and calibration.max() <= self.levels)
+        self.input_q = (1.0, 0) if self.whole_planes else self._qparams(*ranges[0])
         self.output_q = [self._qparams(*r) for r in ranges[1:]]
         # oneDNN adds the residual inside the block's second convolution (one rounding, not two)
         self.engine = "onednn" if "onednn" in torch.backends.quantized.supported_engines else None
@@ -154,11 +157,6 @@ class Int8Network:
             self.convs = [pack(_int8_weight(w), b, [1, 1], [1, 1], [1, 1], 1) for w, b in convs]
             self.head = pack(_int8_weight(head[0]), head[1], [1, 1], [0, 0], [1, 1], 1)
         self._linear_heads(net)
-        # planes of small whole numbers (0/1) are their own uint8 values: no rounding, no scaling
-        self.whole_planes = bool((calibration == calibration.round()).all() and calibration.min() >= 0
-                                 and calibration.max() <= self.levels)
-        if self.whole_planes:
-            self.input_q = (1.0, 0)
 
     def _linear_heads(self, net) -> None:
         """The policy layer and the value head's hidden layer as one matrix over the head planes
@@ -201,8 +199,8 @@ class Int8Network:
         quantized = torch.ops.quantized
         scales = iter(self.output_q)
         if self.whole_planes:
-            values = planes.to(torch.uint8).contiguous(memory_format=torch.channels_last)
-            x = torch._make_per_tensor_quantized_tensor(values, 1.0, 0)
+            values = planes.to(torch.uint8, memory_format=torch.channels_last)
+            x = torch._make_per_tensor_quantized_tensor(values, *self.input_q)
         else:
             with _quiet():
                 x = torch.quantize_per_tensor(planes.float(), *self.input_q, torch.quint8)
