@@ -1,10 +1,10 @@
 """One typed configuration per run: dataclass defaults, a TOML preset per game, `--set a.b=c`.
 
     config = load_config(game="gomoku", overrides=["search.simulations=128"])
-    config = load_config(path="configs/gomoku15.toml")
+    config = load_config(path="my-gomoku.toml")
 
-Presets in configs/ hold only what differs from the defaults here. Unknown keys
-and bad values are errors (ConfigError) that name the key and what is allowed.
+Presets in azero/configs/ (shipped inside the package) hold only what differs from the
+defaults here. Unknown keys and bad values are errors (ConfigError) that name the key and what is allowed.
 Every field has a one-line help text, shown by `train.py --help-config`.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from .errors import UserError
 from .network import NetworkConfig
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
 
 class ConfigError(UserError):
@@ -225,7 +225,7 @@ def preset_path(game_name: str) -> Path:
 
 
 def load_config(*, game: str | None = None, path: str | Path | None = None, overrides: list[str] = ()) -> Config:
-    """Defaults, then the preset (configs/<game>.toml, or `path`), then `--set` overrides."""
+    """Defaults, then the preset (azero/configs/<game>.toml, or `path`), then `--set` overrides."""
     config = Config()
     if path is not None:
         merge_toml(config, read_toml(Path(path)), str(path))
@@ -233,8 +233,8 @@ def load_config(*, game: str | None = None, path: str | Path | None = None, over
         preset = preset_path(game)
         if not preset.exists():
             known = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.toml")))
-            raise ConfigError(f"no preset for game {game!r} (configs/{game}.toml); presets: {known}")
-        merge_toml(config, read_toml(preset), f"configs/{game}.toml")
+            raise ConfigError(f"no preset for game {game!r} (azero/configs/{game}.toml); presets: {known}")
+        merge_toml(config, read_toml(preset), f"azero/configs/{game}.toml")
     for item in overrides:
         key, eq, value = item.partition("=")
         section, dot, name = key.strip().partition(".")

@@ -41,7 +41,7 @@ from .replay import ReplayBuffer, prune, restore, save_chunk
 from .selfplay import SelfPlay
 from .trainer import Trainer
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent  # the source checkout, when azero runs from one
 
 
 def new_run_dir(game_name: str, root: str | Path = "runs") -> Path:
@@ -55,6 +55,10 @@ def new_run_dir(game_name: str, root: str | Path = "runs") -> Path:
 
 
 def _git(*args: str) -> str | None:
+    """git's output in the checkout azero runs from; None for an installed copy (whose folder
+    may sit inside some other repository, e.g. a virtual environment in a project)."""
+    if not (REPO / ".git").exists():
+        return None
     try:
         out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):

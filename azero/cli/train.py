@@ -25,7 +25,7 @@ def main(argv=None) -> int:
         "train.py --run-dir runs/gomoku-20261122-150000 (resume). "
         "See every config key with --help-config.",
     )
-    parser.add_argument("--game", help="game whose preset to use (configs/GAME.toml), e.g. gomoku, gomoku15, tictactoe")
+    parser.add_argument("--game", help="game whose preset to use (azero/configs/GAME.toml), e.g. gomoku, gomoku15, tictactoe")
     parser.add_argument("--config", metavar="PATH", help="a TOML config file instead of a preset")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config key, e.g. --set search.simulations=128 (repeatable)")
@@ -54,7 +54,7 @@ def main(argv=None) -> int:
                          f"(edit {args.run_dir / 'config.toml'} to change it)")
     else:
         if not args.game and not args.config:
-            parser.error("give --game NAME (a preset in configs/) or --config PATH, or --run-dir of a run to resume")
+            parser.error("give --game NAME (a preset in azero/configs/) or --config PATH, or --run-dir of a run to resume")
         overrides = list(args.set)
         if args.device:
             overrides.append(f"run.device={args.device}")
