@@ -118,12 +118,6 @@ class State:
             getattr(self, f.name).index_copy_(0, index, getattr(other, f.name))
         return self
 
-    def assign_(self, index, other: "State") -> "State":
-        """In place: games at `index` take the positions of `other` (same type)."""
-        for f in dataclasses.fields(self):
-            getattr(self, f.name)[index] = getattr(other, f.name)
-        return self
-
     def repeat_interleave(self, repeats: int) -> "State":
         """Each game repeated `repeats` times in a row: [B] -> [B * repeats]."""
         return self._map(lambda t: t.repeat_interleave(repeats, dim=0))
@@ -496,22 +490,6 @@ def _format_option(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
-
-
-def parse_ascii_board(text: str, symbols: dict[str, int]) -> torch.Tensor:
-    """An ASCII board (one row per line, top row first, cells separated by spaces or not)
-    -> int8 [H, W]. `symbols` maps characters to cell values; other characters are errors."""
-    rows = []
-    for line in text.strip("\n").splitlines():
-        cells = [ch for ch in line if not ch.isspace()]
-        if cells:
-            rows.append(cells)
-    if not rows or any(len(r) != len(rows[0]) for r in rows):
-        raise GameError("ASCII board rows must all have the same number of cells")
-    try:
-        return torch.tensor([[symbols[c] for c in r] for r in rows], dtype=torch.int8)
-    except KeyError as e:
-        raise GameError(f"unknown board character {e.args[0]!r}; use {' '.join(symbols)}") from None
 
 
 def column_letters(n: int) -> str:

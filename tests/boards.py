@@ -4,9 +4,25 @@ from __future__ import annotations
 
 import torch
 
-from games.base import parse_ascii_board
+from games import GameError
 
 SYMBOLS = {"X": 1, "O": -1, ".": 0}
+
+
+def parse_ascii_board(text: str, symbols: dict[str, int]) -> torch.Tensor:
+    """An ASCII board (one row per line, top row first, cells separated by spaces or not)
+    -> int8 [H, W]. `symbols` maps characters to cell values; other characters are errors."""
+    rows = []
+    for line in text.strip("\n").splitlines():
+        cells = [ch for ch in line if not ch.isspace()]
+        if cells:
+            rows.append(cells)
+    if not rows or any(len(r) != len(rows[0]) for r in rows):
+        raise GameError("ASCII board rows must all have the same number of cells")
+    try:
+        return torch.tensor([[symbols[c] for c in r] for r in rows], dtype=torch.int8)
+    except KeyError as e:
+        raise GameError(f"unknown board character {e.args[0]!r}; use {' '.join(symbols)}") from None
 
 
 def board(text: str) -> torch.Tensor:

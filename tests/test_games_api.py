@@ -161,7 +161,7 @@ def test_state_batch_plumbing(game):
     mixed = State.where(mask, state, other)
     assert mixed[0].equal(state[0]) and mixed[1].equal(other[1])
     copy = other.clone()
-    copy.assign_(mask, state[mask])
+    copy.put_(mask.nonzero().squeeze(1), state[mask])
     assert copy.equal(mixed)
 
 

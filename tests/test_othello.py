@@ -10,7 +10,7 @@ import torch
 
 import games
 from games import GameError, IllegalActionError
-from games.base import parse_ascii_board
+from boards import parse_ascii_board
 from boards import legal_texts, play
 
 SYMBOLS = {"X": 1, "O": -1, ".": 0}
