@@ -23,7 +23,6 @@ import os
 import platform
 import random
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -33,20 +32,8 @@ import torch
 import games
 from games.random import fold, make_keys
 
+from . import reference
 from .players import UCTPlayer
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def _reference():
-    """The plain-Python references live with the tests (tests/reference.py)."""
-    tests = str(REPO / "tests")
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
-    import reference
-
-    return reference
-
 
 def _timed(work: Callable[[], float], seconds: float) -> float:
     """(units of work done) / (wall time) over one repeat at least `seconds` long."""
@@ -107,7 +94,6 @@ def random_play_stepper(game, batch: int, seed: int = 0) -> Callable[[], float]:
 
 def python_gomoku_stepper(height=15, width=15, k=5, seed=0) -> Callable[[], float]:
     """Random play with the plain-Python one-board rules, restarting finished games."""
-    reference = _reference()
     rng = random.Random(seed)
     board = [reference.PyGomoku(height, width, k)]
 
@@ -142,7 +128,6 @@ def bench_game_steps(seconds: float, repeats: int) -> dict:
 
 def bench_uct(seconds: float, repeats: int, *, batch: int = 1024, iterations: int = 200) -> dict:
     """Batched UCT (B roots searched together) against the scalar reference, same budget, empty board."""
-    reference = _reference()
     out = {}
     for label, spec in (("gomoku8", "gomoku:size=8,k=5"), ("tictactoe", "tictactoe")):
         game = games.make_from_spec(spec)

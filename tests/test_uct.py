@@ -20,7 +20,7 @@ from azero.elo import ladder, match_elo
 from azero.errors import UserError
 from azero.players import FlatMCPlayer, UCTPlayer, make, parse_spec
 from boards import position
-from reference import ReferenceUCTPlayer
+from azero.reference import ReferenceUCTPlayer
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -8,8 +8,8 @@
   backed up from the view of the player who moved into each node, the most
   visited root move.
 
-They check the batched engine's fidelity (tests/test_uct.py) and are the speed
-baselines of scripts/bench.py.
+They are the speed baselines of scripts/bench.py and check the batched engine's
+fidelity (tests/test_uct.py).
 """
 
 from __future__ import annotations
