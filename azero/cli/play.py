@@ -67,7 +67,7 @@ def main(argv=None) -> int:
     engine = Engine(game, args.opponent, checkpoint=args.checkpoint, simulations=args.sims, seconds=args.seconds,
                     device=args.device, seed=args.seed)
     if args.analysis:
-        from ..analysis_protocol import serve
+        from ..protocols.analysis import serve
 
         return serve(engine, sys.stdin, sys.stdout)
     if args.gui:

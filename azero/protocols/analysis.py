@@ -19,8 +19,8 @@ from typing import TextIO
 
 from games import GameError
 
-from .errors import UserError
-from .session import Engine, GameSession, describe_analysis
+from ..errors import UserError
+from ..session import Engine, GameSession, describe_analysis
 
 KNOWN = {"id", "moves", "simulations", "seconds", "top", "quit"}
 
