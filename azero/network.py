@@ -101,8 +101,8 @@ def masked_softmax(logits: torch.Tensor) -> torch.Tensor:
 
 
 def _layout(dtype: torch.dtype) -> torch.memory_format:
-    """bfloat16 convolutions run in channels-last layout (oneDNN's own: no reorders; 1.2x
-    faster here at batch 128); float32 ones are converted to oneDNN's layout when frozen."""
+    """bfloat16 convolutions run in channels-last layout (oneDNN's own: no reorders);
+    float32 ones are converted to oneDNN's layout when frozen."""
     return torch.channels_last if dtype == torch.bfloat16 else torch.contiguous_format
 
 
@@ -147,30 +147,22 @@ class NetworkEvaluator:
     Returns priors (probabilities over legal actions) and values from the first
     player's view, as the search engine expects.
 
-    On the CPU, a network in eval mode runs as a frozen TorchScript module made by
-    `torch.jit.optimize_for_inference` (batch norm folded into the convolutions,
-    oneDNN kernels): 1.3-1.8x the positions/s of eager mode at batch 128 and about
-    1.1x at batch 1 on two cores. Batches of one position get a module that is only
-    frozen (conv and batch norm folded): at batch 1 it ran 2,740-2,820 forward passes/s
-    against 1,800-1,970 with `optimize_for_inference`, which wins from batch 2 up
-    (docs/BENCHMARKS.md). Modules are rebuilt whenever the weights change (the
-    tensors' version counters move when an optimizer or load_state_dict writes
-    them), and eager mode is used if it cannot be built.
+    On the CPU, a network in eval mode runs as a frozen TorchScript module (batch norm
+    folded into the convolutions): made by `torch.jit.optimize_for_inference` (oneDNN
+    kernels) for batches, and only frozen for a batch of one position, where oneDNN's
+    layout conversions cost more than they save. Modules are rebuilt whenever the weights
+    change (the tensors' version counters move when an optimizer or load_state_dict
+    writes them), and eager mode is used if one cannot be built. A batch of one position
+    runs on one CPU thread: a second thread gained little and could slow other work.
+    docs/BENCHMARKS.md ("The learner") has the measurements behind these choices.
 
-    A batch of one position runs on one CPU thread: on two cores a second thread gained
-    5% at best, and in some processes it halved the forward passes per second for as
-    long as they ran (docs/BENCHMARKS.md, run J).
-
-    `precision`: "float32"; "bfloat16" (a bfloat16 copy of the weights, outputs
-    turned back to float32; about 8 significant bits, so priors and values differ
-    from float32 by up to about 1%); "int8" (on the CPU only: `azero.quantized`,
-    8-bit weights and activations; on a trained gomoku network priors 1.35% and values
-    0.004 from float32's, on average); or "auto" (the default): for batches of at least
-    LOW_PRECISION_MIN_BATCH positions on the CPU, int8 where the CPU has VNNI, else bfloat16 where it runs
-    bfloat16 natively, else float32; float32 for smaller batches (one position at a
-    time is play and analysis, where float32's precision is worth keeping) and on GPUs.
-    On this machine kind (Zen 4) bfloat16 gave 1.8x the forward passes/s of float32 at
-    batch 128, and int8 1.5-1.8x bfloat16 at batches 256 and 128 (docs/BENCHMARKS.md).
+    `precision`: "float32"; "bfloat16" (a bfloat16 copy of the weights, outputs turned
+    back to float32; priors and values within about 1% of float32's); "int8" (on the
+    CPU only: `azero.quantized`); or "auto" (the default): for batches of at least
+    LOW_PRECISION_MIN_BATCH positions on the CPU, int8 where the CPU has VNNI, else
+    bfloat16 where it runs bfloat16 natively, else float32; float32 for smaller batches
+    (one position at a time is play and analysis, where float32's precision is worth
+    keeping) and on GPUs.
     """
 
     uses_keys = False  # deterministic: the search need not make random keys for it

@@ -16,11 +16,8 @@ Each activation's range is the largest value it takes on the calibration
 positions, which are positions of random play at every depth of the game (never
 finished ones), drawn with a fixed seed: the module depends on the weights alone,
 not on which batch happened to build it, so a resumed run builds the same one.
-Clipping ranges to a percentile instead made the priors much worse; the largest
-activations carry the network's sharpest judgements. On a trained 8x8 gomoku
-network this gave priors 1.35% from float32's (total variation, mean over 2,048
-self-play positions; the same top move in 90% of them) and values 0.004 from them
-(mean); on Othello, Go and tic-tac-toe networks 0.15-0.27% (docs/BENCHMARKS.md).
+Ranges are not clipped at a percentile: the largest activations carry the network's
+sharpest judgements (docs/BENCHMARKS.md has the accuracy of both choices).
 
 On CPUs with VNNI (AVX-512 VNNI, AVX-VNNI, AMX) the uint8 x int8 products are
 accumulated in 32 bits and activations use all 256 levels; without it, x86 kernels

@@ -3,10 +3,8 @@
 Why: the rules stay batched functions over tensors, but some steps are a short
 scan per game (the line through a new stone, the n-th legal move of a row), and
 on a CPU torch runs such a scan as a dozen whole-batch operations, several of
-them on booleans, which its CPU kernels do not vectorise (a comparison of
-[1024, 64] int8 with a scalar costs four times an addition). One compiled loop
-over the batch does the same work in one pass: for 1,024 boards of 15 x 15 a
-gomoku step with its line check takes microseconds instead of hundreds.
+them on booleans, which its CPU kernels do not vectorise. One compiled loop over
+the batch does the same work in one pass (docs/BENCHMARKS.md, "Games").
 
 Each kernel here has a torch twin that stays the reference, serves every other
 device (CUDA) and runs when numba is missing; the tests check that the two agree.
@@ -177,8 +175,7 @@ def play_stones(state, action: torch.Tensor, rays: np.ndarray, k: int, exact: bo
     `rays`: lines.line_rays as a numpy array (int16 keeps the table in the first-level cache)."""
     batch = state.to_play.shape[0]
     board = state.board.numpy()
-    # numpy's copy: as fast as torch's, and it does not wake torch's thread pool (whose
-    # spinning workers slow the rest of a step on a two-core machine by a tenth)
+    # numpy's copy: torch's would wake its thread pool, whose spinning workers slow the rest of the step
     out_board = np.array(board, order="C")
     out = [np.empty(batch, dtype) for dtype in (np.int64, np.int64, np.bool_, np.int8, np.int64)]
     bad = _play_stones(
