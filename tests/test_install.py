@@ -1,0 +1,46 @@
+"""An installed azero (a wheel, not the editable checkout) works from any folder: the presets
+ship inside the package and nothing reads files beside the sources."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_an_installed_azero_trains_from_another_folder(tmp_path):
+    # the sources without the checkout's own clutter: the build must not depend on it
+    source = tmp_path / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".git", "runs", "build", "*.egg-info", "__pycache__", ".venv", "docs", "tests"))
+    environment = tmp_path / "venv"
+    # the system's packages (torch, numpy, ...) are visible; azero itself is installed into the venv
+    # (without a pip of its own: the system's pip and setuptools build the wheel, with no download)
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(environment)],
+                   check=True)
+    python = environment / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    install = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(source)],
+                             capture_output=True, text=True, env=env)
+    assert install.returncode == 0, install.stderr
+    shutil.rmtree(source)  # the installed copy must stand alone
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    where = subprocess.run([python, "-c", "import azero.config as c; print(c.__file__); print(c.CONFIG_DIR)"],
+                           cwd=elsewhere, capture_output=True, text=True, env=env, check=True)
+    module_file, config_dir = where.stdout.split()
+    assert Path(module_file).is_relative_to(environment), "the venv's own copy is imported, not the checkout"
+    assert (Path(config_dir) / "tictactoe.toml").exists()
+
+    run = subprocess.run([environment / "bin" / "azero", "train", "--game", "tictactoe", "--iterations", "1",
+                          "--run-dir", "run", "--no-progress", "--set", "evaluation.games=2",
+                          "--set", "evaluation.previous_games=0"],
+                         cwd=elsewhere, capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert (elsewhere / "run" / "latest.pt").exists()
+    assert (elsewhere / "run" / "config.toml").read_text().count('spec = "tictactoe') == 1
