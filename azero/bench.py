@@ -33,7 +33,7 @@ import torch
 import games
 from games.random import fold, make_keys
 
-from .players import UCTPlayer
+from .players.uct import UCTPlayer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -207,8 +207,8 @@ def _learner_parts():
 
 def bench_puct(seconds: float, repeats: int) -> dict:
     """PUCT simulations per second against the same network's bare forward passes, same batch."""
-    from .agent import NetworkSearch
     from .network import as_network_input
+    from .search.network_search import NetworkSearch
 
     config, game, net = _learner_parts()
     batch, sims = config.selfplay.games, config.search.simulations
