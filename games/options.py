@@ -1,8 +1,8 @@
 """One option schema and parser: game options, player specs and config values.
 
-    SIZE = Option(15, int, low=5, high=19)
-    read_option("gomoku: option size", SIZE, "9")           # -> 9
-    read_options("nim", {"pile": PILE}, {"pile": "7"})       # -> {"pile": 7} (defaults filled in)
+    PILE, MISERE = Option(15, int, low=1, high=100), Option(False, bool)
+    read_option("nim: option pile", PILE, "7")                  # -> 7
+    read_options("nim", {"pile": PILE, "misere": MISERE}, {})   # -> {"pile": 15, "misere": False}
 
 A value is text (from a spec, `--set`, a command line) or a Python value (keyword
 arguments, TOML); text is parsed by the option's kind, a Python value must

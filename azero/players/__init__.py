@@ -97,4 +97,5 @@ def make(text: str, game: Game, *, device="cpu", seed: int | None = None) -> Pla
     return REGISTRY[spec.name].create(spec, game, device=device, seed=seed)
 
 
-__doc__ = __doc__.format(players=player_list())
+if __doc__:  # (None under python -OO)
+    __doc__ = __doc__.format(players=player_list())
