@@ -25,7 +25,7 @@ from games import NO_ACTION, Game, sample_uniform_legal
 from games.random import fold, make_keys
 
 from .elo import match_elo
-from .players import RESIGN, Player
+from .player import RESIGN, Player
 
 
 @dataclass

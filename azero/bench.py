@@ -33,7 +33,8 @@ import games
 from games.random import fold, make_keys
 
 from . import reference
-from .players import UCTPlayer
+from .players.uct import UCTPlayer
+
 
 def _timed(work: Callable[[], float], seconds: float) -> float:
     """(units of work done) / (wall time) over one repeat at least `seconds` long."""
@@ -192,8 +193,8 @@ def _learner_parts():
 
 def bench_puct(seconds: float, repeats: int) -> dict:
     """PUCT simulations per second against the same network's bare forward passes, same batch."""
-    from .agent import NetworkSearch
     from .network import as_network_input
+    from .search.network_search import NetworkSearch
 
     config, game, net = _learner_parts()
     batch, sims = config.selfplay.games, config.search.simulations

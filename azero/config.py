@@ -16,8 +16,10 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from games.options import field_option, invalid_value, read_option
+
 from .errors import UserError
-from .network import NetworkConfig
+from .network import PRECISIONS, NetworkConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 
@@ -51,7 +53,7 @@ class SearchConfig:
     precision: str = _f("auto", "network arithmetic in the search: auto = for batches of 16 or more on a CPU, "
                         "int8 if it has VNNI (AVX-512 VNNI / AVX-VNNI / AMX), else bfloat16 if it runs that "
                         "natively (AVX-512 BF16 / AMX), else float32; float32 on GPUs and for smaller batches",
-                        choices=("auto", "float32", "bfloat16", "int8"))
+                        choices=PRECISIONS)
 
 
 @dataclass
@@ -146,48 +148,28 @@ def _sections() -> dict[str, type]:
     return {f.name: hints[f.name] for f in dataclasses.fields(Config)}
 
 
-def _convert(section: str, f: dataclasses.Field, kind, value, *, from_text: bool):
-    name = f"{section}.{f.name}"
-    meta = f.metadata or {}
-    try:
-        if kind is bool:
-            if from_text:
-                if str(value).lower() not in ("true", "false", "1", "0", "yes", "no"):
-                    raise ValueError
-                value = str(value).lower() in ("true", "1", "yes")
-            elif not isinstance(value, bool):
-                raise ValueError
-        elif kind is int:
-            if isinstance(value, bool) or (not from_text and not isinstance(value, int)):
-                raise ValueError
-            value = int(value)
-        elif kind is float:
-            if isinstance(value, bool):
-                raise ValueError
-            value = float(value)
-        elif kind is list:  # a ladder: UCT iterations (int) or player specs (str)
-            if from_text:
-                text = str(value).strip().strip("[]")
-                items = [v.strip().strip("\"'") for v in text.split(";" if ";" in text else ",") if v.strip()]
-                value = [int(v) if v.isdigit() else v for v in items]
-            elif not isinstance(value, list):
-                raise ValueError
-            if not value or any(isinstance(v, bool) or not isinstance(v, (int, str)) for v in value):
-                raise ValueError
-        elif kind is str:
-            if not from_text and not isinstance(value, str):
-                raise ValueError
-            value = str(value)
-    except (TypeError, ValueError):
-        kind_name = "non-empty list of UCT iterations or player specs, e.g. [100, 300] or random;uct:100" \
-            if kind is list else kind.__name__
-        raise ConfigError(f"{name}: {value!r} is not a valid {kind_name}") from None
-    choices, low = meta.get("choices"), meta.get("low")
-    if choices and value not in choices:
-        raise ConfigError(f"{name}: {value!r} is not allowed; choose one of: {', '.join(choices)}")
-    if low is not None and isinstance(value, (int, float)) and value < low:
-        raise ConfigError(f"{name}: {value!r} is too small; it must be at least {low:g}")
+def _ladder(value, *, from_text: bool) -> list:
+    """A ladder: UCT iterations (int) or player specs (str), from TOML or from `--set` text."""
+    if from_text:
+        text = str(value).strip().strip("[]")
+        items = [v.strip().strip("\"'") for v in text.split(";" if ";" in text else ",") if v.strip()]
+        value = [int(v) if v.isdigit() else v for v in items]
+    if not isinstance(value, list) or not value or any(
+            isinstance(v, bool) or not isinstance(v, (int, str)) for v in value):
+        raise ValueError
     return value
+
+
+def _convert(section: str, f: dataclasses.Field, kind, value, *, from_text: bool):
+    """A config value read and checked by the shared option parser (games/options.py)."""
+    name = f"{section}.{f.name}"
+    if kind is list:
+        try:
+            return _ladder(value, from_text=from_text)
+        except ValueError:
+            raise ConfigError(invalid_value(name, value, "list", "not a non-empty list of UCT iterations or "
+                                            "player specs such as [100, 300] or random;uct:100")) from None
+    return read_option(name, field_option(f, kind), value, error=ConfigError)
 
 
 def _apply(config: Config, section: str, key: str, value, *, from_text: bool, origin: str) -> None:
@@ -258,16 +240,9 @@ def help_text() -> str:
         lines.append(f"[{section}]")
         for f in dataclasses.fields(cls):
             default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-            text = (f.metadata or {}).get("help") or _network_help(f.name)
+            text = (f.metadata or {}).get("help", "")
             choices = (f.metadata or {}).get("choices")
             extra = f" ({' | '.join(choices)})" if choices else ""
             lines.append(f"  {f.name} = {_toml_value(default)}  # {text}{extra}")
     return "\n".join(lines)
 
-
-def _network_help(name: str) -> str:
-    return {
-        "blocks": "residual blocks",
-        "channels": "convolution channels in the trunk",
-        "value_hidden": "units of the value head's hidden layer",
-    }.get(name, "")

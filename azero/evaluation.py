@@ -19,12 +19,12 @@ import re
 
 from games import Game
 
-from .agent import AZPlayer
 from .arena import play_match
 from .config import EvaluationConfig
 from .elo import ladder
 from .network import PolicyValueNet
 from .players import make as make_player
+from .players.az import AZPlayer
 
 
 class LadderEvaluator:

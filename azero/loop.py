@@ -36,7 +36,7 @@ from .checkpoint import atomic_save, atomic_write_text, load_checkpoint, network
 from .config import Config, config_from_dict, read_toml
 from .errors import UserError
 from .evaluation import LadderEvaluator
-from .network import PolicyValueNet
+from .network import PolicyValueNet, precision_problem
 from .replay import ReplayBuffer, prune, restore, save_chunk
 from .selfplay import SelfPlay
 from .trainer import Trainer
@@ -112,8 +112,9 @@ class Run:
         device = config.run.device
         if device.startswith("cuda") and not torch.cuda.is_available():
             raise UserError("run.device is cuda but no CUDA device is available here; use --device cpu")
-        if config.search.precision == "int8" and torch.device(device).type != "cpu":
-            raise UserError(f"search.precision int8 runs on the CPU only, not on {device}; use auto, float32 or bfloat16")
+        problem = precision_problem(config.search.precision, device)
+        if problem:
+            raise UserError(f"search.precision {problem}")
         self.device = device
         torch.manual_seed(config.run.seed)
         self.game = games.make_from_spec(config.game.spec)

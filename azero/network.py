@@ -17,32 +17,30 @@ import contextlib
 import copy
 import itertools
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from games import Game, State
+from games.options import field_option, read_option
 
 from .quantized import Int8Network, calibration_positions, native_int8
 
 
 @dataclass
 class NetworkConfig:
-    """Shape of the residual network."""
+    """Shape of the residual network (the [network] section of a config)."""
 
-    blocks: int = 4
-    """residual blocks"""
-    channels: int = 64
-    """convolution channels in the trunk"""
-    value_hidden: int = 64
-    """units of the value head's hidden layer"""
+    blocks: int = field(default=4, metadata={"help": "residual blocks", "low": 1})
+    channels: int = field(default=64, metadata={"help": "convolution channels in the trunk", "low": 1})
+    value_hidden: int = field(default=64, metadata={"help": "units of the value head's hidden layer", "low": 1})
 
     def validate(self) -> None:
-        for key in ("blocks", "channels", "value_hidden"):
-            if getattr(self, key) < 1:
-                raise ValueError(f"network.{key} must be at least 1")
+        """ValueError unless every field is allowed (the same check as a config value's)."""
+        for f in fields(self):
+            read_option(f"network.{f.name}", field_option(f, int), getattr(self, f.name))
 
 
 class ResidualBlock(nn.Module):
@@ -116,6 +114,18 @@ def as_network_input(planes: torch.Tensor, precision: str) -> torch.Tensor:
 
 
 PRECISIONS = ("auto", "float32", "bfloat16", "int8")
+
+
+def precision_problem(precision: str, device: torch.device | str) -> str | None:
+    """Why the network cannot run in `precision` on `device`, or None if it can.
+
+    The answer reads after the option's name: f"search.precision {problem}".
+    """
+    if precision not in PRECISIONS:
+        return f"must be one of {', '.join(PRECISIONS)}, not {precision!r}"
+    if precision == "int8" and torch.device(device).type != "cpu":
+        return f"int8 runs on the CPU only, not on {device}; use auto, float32 or bfloat16"
+    return None
 LOW_PRECISION_MIN_BATCH = 16
 
 
@@ -169,10 +179,9 @@ class NetworkEvaluator:
 
     def __init__(self, net: PolicyValueNet, game: Game, device: torch.device | str = "cpu",
                  precision: str = "auto"):
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
-        if precision == "int8" and torch.device(device).type != "cpu":
-            raise ValueError(f"precision int8 runs on the CPU only, not on {device}; use auto, float32 or bfloat16")
+        problem = precision_problem(precision, device)
+        if problem:
+            raise ValueError(f"precision {problem}")
         self.net, self.game, self.device = net, game, torch.device(device)
         self.precision = precision
         self.calls = 0

@@ -24,9 +24,9 @@ from tqdm import tqdm
 from games import Game, player_sign
 from games.random import fold, make_keys, uniform
 
-from .agent import NetworkSearch, add_dirichlet_noise, default_alpha
 from .config import SearchConfig, SelfPlayConfig
 from .network import PolicyValueNet
+from .search.network_search import NetworkSearch, add_dirichlet_noise, default_alpha
 from .search.tree import replace_rows, subtree
 
 

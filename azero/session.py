@@ -16,7 +16,8 @@ from games import Game, GameError, State
 from games.random import fold, make_keys
 
 from .errors import UserError
-from .players import Analysis, Player, make
+from .player import Analysis, Player
+from .players import make
 
 
 class Engine:

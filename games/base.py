@@ -31,6 +31,7 @@ from typing import Any, Callable, ClassVar, Sequence
 import torch
 
 from . import kernels
+from .options import Option, read_options
 from .random import Source, advance, random_true, uniform
 
 NO_ACTION = -1
@@ -246,16 +247,6 @@ def board_symmetries(height: int, width: int, *, extra_actions: int = 0) -> list
     return out
 
 
-@dataclass(frozen=True)
-class Option:
-    """One game option: its type, default and allowed values (for validation and messages)."""
-
-    default: Any
-    kind: type
-    check: Callable[[Any], bool] = lambda v: True
-    allowed: str = ""
-
-
 class Game:
     """Base class of every game. Subclasses set the class attributes and implement `_apply`.
 
@@ -282,34 +273,7 @@ class Game:
     symmetries: list[Symmetry]
 
     def __init__(self, **options):
-        unknown = sorted(set(options) - set(self.options))
-        if unknown:
-            valid = ", ".join(f"{k} ({o.allowed})" for k, o in self.options.items()) or "none"
-            raise GameError(f"{self.name}: unknown option {', '.join(unknown)}; valid options: {valid}")
-        values = {}
-        for key, opt in self.options.items():
-            value = options.get(key, opt.default)
-            if value is None and opt.default is None:
-                values[key] = None
-                continue
-            if opt.kind is bool and isinstance(value, str):
-                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
-                    raise GameError(f"{self.name}: option {key}={value!r} is not a boolean (true or false)")
-                value = value.lower() in ("true", "1", "yes")
-            try:
-                if opt.kind is int and isinstance(value, bool):
-                    raise ValueError
-                if opt.kind is int and isinstance(value, float) and not value.is_integer():
-                    raise ValueError
-                value = opt.kind(value)
-            except (TypeError, ValueError):
-                raise GameError(
-                    f"{self.name}: option {key}={value!r} is not a valid {opt.kind.__name__}; allowed: {opt.allowed}"
-                ) from None
-            if not opt.check(value):
-                raise GameError(f"{self.name}: option {key}={value!r} is out of range; allowed: {opt.allowed}")
-            values[key] = value
-        self.config: dict[str, Any] = values
+        self.config: dict[str, Any] = read_options(self.name, self.options, options, error=GameError)
 
     # -- identity ---------------------------------------------------------------------------
     @property

@@ -1,9 +1,9 @@
 #!/usr/bin/env python
-"""Thin wrapper: see azero/cli/match.py (also available as `azero match`)."""
+"""Thin wrapper: another name for scripts/evaluate.py (see azero/cli/evaluate.py; also `azero match`)."""
 
 import sys
 
-from azero.cli.match import main
+from azero.cli.evaluate import main
 
 if __name__ == "__main__":
     sys.exit(main())

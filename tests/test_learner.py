@@ -13,15 +13,16 @@ from torch.nn import functional as F
 import games
 from games import State
 from games.random import make_keys
-from azero.agent import NetworkSearch, add_dirichlet_noise, make_az_player
 from azero.checkpoint import atomic_save, load_checkpoint, network_checkpoint, network_from_checkpoint
 from azero.config import ConfigError, load_config
 from azero.errors import UserError
 from azero.network import NetworkConfig, NetworkEvaluator, PolicyValueNet, masked_softmax
 from azero.quantized import Int8Network, calibration_positions, native_int8
 from azero.players import parse_spec
+from azero.players.az import make_az_player
 from azero.replay import ReplayBuffer
 from azero.search import PUCT, new_tree, simulate
+from azero.search.network_search import NetworkSearch, add_dirichlet_noise
 from azero.search.tree import subtree
 from azero.selfplay import Samples
 from azero.solver import Solver

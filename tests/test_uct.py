@@ -18,7 +18,9 @@ from games.random import make_keys
 from azero.arena import play_match
 from azero.elo import ladder, match_elo
 from azero.errors import UserError
-from azero.players import FlatMCPlayer, UCTPlayer, make, parse_spec
+from azero.players import make, parse_spec
+from azero.players.flatmc import FlatMCPlayer
+from azero.players.uct import UCTPlayer
 from boards import position
 from azero.reference import ReferenceUCTPlayer
 

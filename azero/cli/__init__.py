@@ -5,13 +5,14 @@ from __future__ import annotations
 import importlib
 import sys
 
+ALIASES = {"match": "evaluate"}  # other names of a command, kept for those who use them
 COMMANDS = {
     "train": "train a network by self-play",
     "play": "play against a checkpoint or any player, in the terminal or the browser",
-    "evaluate": "play a match between two players and report Elo",
+    "evaluate": "a match between any two players, external GTP engines included, with Elo and SGF files",
     "pbrain": "a gomoku brain for Piskvork / Gomocup (protocol on stdin/stdout)",
     "gtp": "a Go / Othello engine speaking GTP (protocol on stdin/stdout)",
-    "match": "a match between any two players, external GTP engines included, with Elo and SGF files",
+    "match": "another name for evaluate",
     "bench": "print throughput figures as one JSON object",
 }
 
@@ -27,5 +28,5 @@ def main(argv=None) -> int:
             print(f"error: unknown command {argv[0]!r}", file=sys.stderr)
         print("\n".join(lines), file=stream)
         return 0 if not argv or argv[0] in ("-h", "--help") else 2
-    module = importlib.import_module(f"azero.cli.{argv[0]}")
+    module = importlib.import_module(f"azero.cli.{ALIASES.get(argv[0], argv[0])}")
     return module.main(argv[1:])

@@ -1,11 +1,78 @@
-"""python scripts/evaluate.py: a match between two players, with Elo and its 95% interval (see match.py)."""
+"""python scripts/evaluate.py (also `match.py`, `azero evaluate`, `azero match`): a match between any two
+players, external GTP engines included, with Elo and its 95% interval, and SGF files."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
+
 from ..errors import cli_entry
-from .match import run
+
+DEFAULT_GAMES = 100
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ..players import spec_help
+
+    parser = argparse.ArgumentParser(
+        prog="evaluate.py",
+        description="Play GAMES games between players A and B (alternating who starts) and report wins, draws, "
+        "score and the Elo difference with its 95% interval. Players may be external GTP engines "
+        "(gtp:COMMAND, for go and othello); their games are played one at a time, every move checked. "
+        "`match` is another name for this command.",
+        epilog=f"{spec_help()}. Example: --game othello --a uct:1000 --b gtp:\"gtp-rhino --level 1\" --games 10 "
+        "--sgf games/",
+    )
+    parser.add_argument("--game", required=True, help="game spec, e.g. othello, go:size=9,komi=7.5, gomoku:size=9")
+    parser.add_argument("--a", required=True, metavar="SPEC", help="player A, e.g. uct:1000")
+    parser.add_argument("--b", required=True, metavar="SPEC", help='player B, e.g. gtp:"gnugo --mode gtp --level 1"')
+    parser.add_argument("--games", type=int, default=DEFAULT_GAMES, help=f"number of games (default {DEFAULT_GAMES})")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="games played at once (default: all; one at a time with a gtp player)")
+    parser.add_argument("--sgf", metavar="DIR", help="write every game as SGF into DIR (game-0001.sgf, ...)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the match (default 0)")
+    parser.add_argument("--device", default="cpu", help="torch device for networks (default cpu)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    return parser
 
 
 @cli_entry
 def main(argv=None) -> int:
-    return run(argv, prog="evaluate.py", default_games=100)
+    import games
+
+    from ..arena import play_match
+    from ..players import make
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.games < 1:
+        parser.error("--games must be at least 1")
+    game = games.make_from_spec(args.game)
+    if args.sgf:
+        from ..sgf import check_supported
+
+        check_supported(game)
+    players = []
+    try:
+        players.append(make(args.a, game, device=args.device, seed=args.seed))
+        players.append(make(args.b, game, device=args.device, seed=args.seed + 1))
+        result = play_match(game, *players, args.games, seed=args.seed, batch=args.batch,
+                            progress=not args.json and sys.stderr.isatty(), record_moves=bool(args.sgf))
+    finally:
+        for player in players:
+            player.close()
+    if args.sgf:
+        from ..sgf import write_match
+
+        paths = write_match(args.sgf, game, result)
+    record = result.to_dict()
+    if args.sgf:
+        record["sgf"] = [str(path) for path in paths]
+    if args.json:
+        print(json.dumps(record))
+    else:
+        print(result.table())
+        if args.sgf:
+            print(f"SGF: {len(paths)} games in {args.sgf}")
+    return 0

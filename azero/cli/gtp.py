@@ -10,7 +10,8 @@ from ..errors import cli_entry
 
 @cli_entry
 def main(argv=None) -> int:
-    from ..protocols.gtp import GTPEngine, check_game, serve
+    from ..protocols.gtp import GTPEngine, serve
+    from ..protocols.gtp_text import check_game
     from ..session import Engine, game_from_args
 
     parser = argparse.ArgumentParser(

@@ -24,11 +24,13 @@ HELP = """commands:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ..players import spec_help
+
     parser = argparse.ArgumentParser(
         prog="play.py",
         description="Play against a trained checkpoint or any player, in the terminal (default), in the browser "
         "(--gui), or answer analysis requests as JSON lines (--analysis).",
-        epilog="Player specs: random, uct:2000, flatmc:1000, perfect, az:PATH[:sims=N]. " + HELP.replace("\n", " "),
+        epilog=f"{spec_help()}. " + HELP.replace("\n", " "),
     )
     parser.add_argument("--checkpoint", help="a checkpoint (latest.pt or checkpoints/iter-*.pt of a run)")
     parser.add_argument("--game", help="game spec, e.g. gomoku:size=9,k=5 (not needed with --checkpoint)")

@@ -48,54 +48,15 @@ from .. import __version__
 from ..errors import UserError
 from ..session import Engine, GameSession, describe_analysis
 from ..sgf import black_margin, resignation_text, score_text, to_sgf, write_sgf
+from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_colour, parse_vertex, pass_action
 
-GAMES = ("go", "othello")
 COMMANDS = (
     "protocol_version", "name", "version", "known_command", "list_commands", "quit", "boardsize", "clear_board",
     "komi", "play", "genmove", "reg_genmove", "undo", "showboard", "final_score", "time_settings", "time_left",
     "printsgf",
 )
-COLOUR_NAMES = ("black", "white")
 MARGIN = 0.85  # share of the allotted time spent searching
 OVERHEAD = 0.1  # seconds kept for everything else
-
-
-def check_game(game: Game) -> None:
-    if game.name not in GAMES:
-        raise UserError(f"GTP plays {' and '.join(GAMES)}, not {game.name} (gomoku engines speak Piskvork: pbrain.py)")
-
-
-def pass_action(game: Game) -> int:
-    """Go and Othello have a pass: the last action."""
-    return game.num_actions - 1
-
-
-def parse_colour(text: str) -> int:
-    """0 black, 1 white, from b, black, w or white in any case."""
-    word = text.strip().lower()
-    if word in ("b", "black"):
-        return 0
-    if word in ("w", "white"):
-        return 1
-    raise GameError(f"syntax error: invalid color {text!r}; write b, black, w or white")
-
-
-def format_vertex(game: Game, action: int) -> str:
-    return "pass" if action == pass_action(game) else game.format_action(action).upper()
-
-
-def parse_vertex(game: Game, text: str) -> int:
-    """An action from a GTP vertex in either case; GameError if unreadable."""
-    text = text.strip()
-    if text.lower() == "pass":
-        return pass_action(game)
-    first_error = None
-    for candidate in (text, text.upper(), text.lower()):
-        try:
-            return game.parse_action(candidate)
-        except GameError as error:
-            first_error = first_error or error
-    raise GameError(f"syntax error: invalid vertex {text!r} ({first_error})")
 
 
 # -- the engine --------------------------------------------------------------------------------

@@ -28,8 +28,8 @@ import torch
 from games import Game, GameError
 
 from ..errors import UserError
-from ..players import RESIGN, Player
-from .gtp import COLOUR_NAMES, check_game, format_vertex, parse_vertex, pass_action
+from ..player import RESIGN, Player
+from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_vertex, pass_action
 
 ANSWER_TIMEOUT = 600.0  # seconds an external engine may take over one answer
 

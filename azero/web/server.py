@@ -21,7 +21,7 @@ import games
 from games import Game, GameError
 
 from ..errors import UserError
-from ..players import Analysis
+from ..player import Analysis
 from ..session import Engine, GameSession, describe_analysis
 
 STATIC = {"/": ("index.html", "text/html"), "/app.js": ("app.js", "text/javascript"),

@@ -1,0 +1,99 @@
+"""The player interface: turn a batch of positions into a batch of moves.
+
+    actions = player.act(states)        # long [B]
+    analysis = player.analyse(states)   # Analysis, or None for players without a search
+    player.reset()                      # a new game starts
+
+Players are built from specs by `azero.players.make` (the registry); this module
+holds only what every player and every caller of one shares.
+
+A player may answer `RESIGN` for a game it gives up (only external GTP engines
+do); the arena ends that game as a loss for it. Players with
+`one_game_at_a_time = True` (external engines) are given batches of one game.
+
+Randomness: `act(states, keys)` takes per-game keys (games/random.py), so a game's
+moves do not depend on which other games share the batch; without keys a player
+draws them from its own seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from games import Game, State
+from games.random import fold, make_keys
+
+from .search import Tree
+
+RESIGN = -2  # a player's answer for a game it gives up (NO_ACTION is -1)
+
+
+@dataclass
+class Analysis:
+    """What a search player thought about each position of a batch.
+
+    action:  long  [B]     the move it plays
+    visits:  float [B, A]  search visits per move
+    q:       float [B, A]  mean value per move for the player to move, in [-1, 1]
+    value:   float [B]     value of the position for the player to move, in [-1, 1]
+    pv:      list of B lists of actions (principal variations)
+    prior:   float [B, A] or None
+    """
+
+    action: torch.Tensor
+    visits: torch.Tensor
+    q: torch.Tensor
+    value: torch.Tensor
+    pv: list[list[int]]
+    prior: torch.Tensor | None = None
+
+    @staticmethod
+    def from_tree(tree: Tree, action: torch.Tensor, prior: torch.Tensor | None = None) -> "Analysis":
+        return Analysis(
+            action=action,
+            visits=tree.root_visits().clone(),
+            q=tree.root_q().clone(),
+            value=tree.root_value().clone(),
+            pv=[tree.principal_variation(i) for i in range(tree.batch_size)],
+            prior=prior,
+        )
+
+
+class Player:
+    """Base class: `act` picks moves; `reset` is called when new games start."""
+
+    spec: str = "player"
+    one_game_at_a_time: bool = False  # external engines: the arena plays their games one by one
+
+    def __init__(self, game: Game, seed: int = 0):
+        self.game = game
+        self.seed = seed
+        self._calls = 0
+
+    def _keys(self, states: State, keys: torch.Tensor | None) -> torch.Tensor:
+        if keys is None:
+            keys = fold(make_keys(self.seed, states.batch_size, states.device), self._calls)
+            self._calls += 1
+        return keys
+
+    def act(self, states: State, keys: torch.Tensor | None = None) -> torch.Tensor:
+        raise NotImplementedError
+
+    def analyse(self, states: State, keys: torch.Tensor | None = None, **budget) -> Analysis | None:
+        """A search player's analysis of the positions; None for players without one.
+
+        Search players accept budget overrides: simulations=N or seconds=S, and
+        on_progress(analysis) / should_stop() for live analysis in interfaces.
+        """
+        return None
+
+    def reset(self) -> None:
+        """A new game starts (players that keep trees between moves drop them)."""
+
+    def close(self) -> None:
+        """Release what the player holds (external engines stop their process)."""
+
+    def __repr__(self) -> str:
+        return f"<player {self.spec}>"

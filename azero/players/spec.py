@@ -1,0 +1,104 @@
+"""Player specs and registry entries: how 'uct:1000:c=1.0,final=secure' is read and built.
+
+A spec is `NAME[:ARGUMENT][:key=value,...]`; a registry entry (`PlayerEntry`)
+gives the argument's and the options' schema (games/options.py), and `create`
+reads a parsed spec against it and calls the player's builder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from games import Game
+from games.options import Option, read_option, read_options
+
+from ..errors import UserError
+from ..player import Player
+
+SEED = Option(None, int, help="random seed, the command's seed unless given")
+
+
+@dataclass
+class PlayerSpec:
+    """A parsed spec: name, one positional argument, keyword options (all as text)."""
+
+    name: str
+    argument: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+
+def split_spec(text: str) -> PlayerSpec:
+    """'uct:1000:c=1.0,final=secure' -> PlayerSpec('uct', '1000', {'c': '1.0', 'final': 'secure'})."""
+    name, _, rest = text.strip().partition(":")
+    argument, options = rest or None, {}
+    if rest:
+        head, sep, tail = rest.rpartition(":")
+        last = tail if sep else rest
+        if "=" in last:
+            argument = head if sep else None
+            for part in filter(None, (p.strip() for p in last.split(","))):
+                key, eq, value = part.partition("=")
+                if not eq or not key or not value:
+                    raise UserError(f"cannot read player option {part!r} in {text!r}; write key=value")
+                options[key.strip()] = value.strip()
+    return PlayerSpec(name.strip().lower(), argument or None, options)
+
+
+# build(game, argument, options, *, device, seed) -> Player; options hold every schema key but seed
+Builder = Callable[..., Player]
+
+
+@dataclass(frozen=True)
+class PlayerEntry:
+    """One registered player.
+
+    name:     the spec's first word ("uct")
+    build:    build(game, argument, options, *, device, seed) -> Player, given checked values
+    help:     one line for help texts
+    argument: the value after "name:" (its metavar names it in usage, e.g. ITERATIONS); None: takes none
+    options:  key -> Option, the key=value options after the argument
+    raw:      everything after "name:" is the argument as it stands (a command line), no options
+    """
+
+    name: str
+    build: Builder
+    help: str
+    argument: Option | None = None
+    options: Mapping[str, Option] = field(default_factory=dict)
+    raw: bool = False
+
+    def usage(self) -> str:
+        """'uct:ITERATIONS[:c=C,final=robust|max|max-robust|secure,seed=SEED]'."""
+        text = self.name
+        if self.argument is not None:
+            text += ":" + (self.argument.metavar or "ARGUMENT")
+        if self.options:
+            text += "[:" + ",".join(f"{key}={option.usage(key)}" for key, option in self.options.items()) + "]"
+        return text
+
+    def create(self, spec: PlayerSpec | str, game: Game, *, device="cpu", seed: int | None = None) -> Player:
+        """The player `spec` asks for (its argument and options checked against this entry's schema).
+
+        A `seed=` option overrides `seed`; without either the seed is 0.
+        """
+        if self.raw:  # the text after "name:" as it stands
+            if not isinstance(spec, str):
+                raise TypeError(f"{self.name} players are created from the spec's text")
+            return self.build(game, spec.strip().partition(":")[2], {}, device=device, seed=seed or 0)
+        if isinstance(spec, str):
+            spec = split_spec(spec)
+        argument = self._argument(spec)
+        options: dict[str, Any] = read_options(self.name, self.options, spec.options, error=UserError)
+        chosen = options.pop("seed", None)
+        return self.build(game, argument, options, device=device, seed=chosen if chosen is not None else seed or 0)
+
+    def _argument(self, spec: PlayerSpec):
+        if self.argument is None:
+            if spec.argument is not None:
+                raise UserError(f"{self.name} takes no argument ({spec.argument!r}); write {self.usage()}")
+            return None
+        if spec.argument is None:
+            raise UserError(f"{self.name} needs {self.argument.help}; write {self.usage()}")
+        where = f"{self.name}: {(self.argument.metavar or 'argument').lower()}"
+        return read_option(where, self.argument, spec.argument, error=UserError)

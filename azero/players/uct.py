@@ -1,0 +1,107 @@
+"""`uct:ITERATIONS`: plain random-rollout UCT (UCB1 selection, random playouts)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from games.options import Option, read_option
+
+from ..errors import UserError
+from ..player import Analysis, Player
+from ..search import CRITERIA, UCB1, RolloutEvaluator, Tree, choose, search, search_with_budget, simulate
+from ..search.final import max_robust_exists
+from ..search.tree import tree_bytes
+from .spec import SEED
+
+ARGUMENT = Option(None, int, low=1, metavar="ITERATIONS", help="a budget (iterations a move)")
+OPTIONS = {
+    "c": Option(math.sqrt(2.0), float, low=0, help="UCB1 exploration constant, √2 unless given"),
+    "final": Option("robust", str, choices=CRITERIA, noun="final-move criterion",
+                    help="how the move is chosen among the root's children"),
+    "seed": SEED,
+}
+
+_SPARE_TREE_BYTES = 512 << 20  # players keep their last search tree for reuse up to this size
+
+
+class UCTPlayer(Player):
+    """Plain random-rollout UCT: UCB1 selection, one random untried move expanded per
+    iteration, a uniformly random rollout, the result backed up (1 / 0.5 / 0)."""
+
+    def __init__(self, game, iterations=1000, c=math.sqrt(2.0), final="robust", seed=0, max_robust_extra=0.5):
+        super().__init__(game, seed)
+        final = read_option("uct: option final", OPTIONS["final"], final, error=UserError)
+        self.iterations, self.c, self.final = iterations, c, final
+        self.max_robust_extra = max_robust_extra
+        self.rule = UCB1(c)
+        self.evaluator = RolloutEvaluator(game)
+        options = ([f"c={c:g}"] if c != math.sqrt(2.0) else []) + ([f"final={final}"] if final != "robust" else [])
+        self.spec = f"uct:{iterations}" + (":" + ",".join(options) if options else "")
+        self._spare: Tree | None = None  # the last search's tree, whose memory the next one reuses
+
+    def analyse(self, states, keys=None, *, simulations=None, seconds=None, on_progress=None, should_stop=None):
+        keys = self._keys(states, keys)
+        if simulations is not None or seconds is not None or on_progress is not None or should_stop is not None:
+            tree = search_with_budget(
+                self.game, states, self.evaluator, self.rule, keys,
+                simulations=simulations if simulations is not None or seconds is not None else self.iterations,
+                seconds=seconds, on_progress=_live(on_progress, self), should_stop=should_stop,
+            )
+            final = "robust" if self.final == "max-robust" else self.final
+            return Analysis.from_tree(tree, self._choose(final, tree))
+        extra = int(self.iterations * self.max_robust_extra) if self.final == "max-robust" else 0
+        tree = search(self.game, states, self.evaluator, self.rule, self.iterations, keys, extra_capacity=extra,
+                      reuse=self._spare)
+        # Keep it for the next move unless it is big: then two players' trees would both stay in memory.
+        self._spare = tree if tree_bytes(tree) <= _SPARE_TREE_BYTES else None
+        if self.final == "max-robust":
+            action = self._search_until_max_robust(tree, extra)
+        else:
+            action = self._choose(self.final, tree)
+        return Analysis.from_tree(tree, action)
+
+    def _choose(self, criterion: str, tree: Tree) -> torch.Tensor:
+        """The root move by `criterion`; ties in visits go to the child expanded first (classic UCT)."""
+        return choose(criterion, tree.root_visits(), tree.child_value_sum[:, 0], c=self.c, created=tree.children[:, 0])
+
+    def _search_until_max_robust(self, tree: Tree, extra: int) -> torch.Tensor:
+        """Search on in chunks while some tree has no child with both most visits and best mean.
+
+        A tree's move is fixed at the first chunk boundary where it has one, so it does
+        not depend on the other trees; after `extra` more iterations, robust child.
+        """
+        chunk = max(1, self.iterations // 10)
+        decided = torch.full((tree.batch_size,), -1, dtype=torch.long, device=tree.visits.device)
+        spent = 0
+        while True:
+            ok = max_robust_exists(tree.root_visits(), tree.child_value_sum[:, 0]) & (decided < 0)
+            decided[ok] = choose("max-robust", tree.root_visits()[ok], tree.child_value_sum[ok, 0])
+            if bool((decided >= 0).all()) or spent + chunk > extra:
+                break
+            simulate(tree, self.game, self.evaluator, self.rule, chunk)
+            spent += chunk
+        robust = self._choose("robust", tree)
+        return torch.where(decided >= 0, decided, robust)
+
+    def act(self, states, keys=None):
+        return self.analyse(states, keys).action
+
+    def close(self) -> None:
+        self._spare = None
+
+
+def _live(on_progress, player):
+    """Turn an on_progress(analysis) callback into the search's on_progress(tree)."""
+    if on_progress is None:
+        return None
+
+    def callback(tree):
+        on_progress(Analysis.from_tree(tree, tree.root_visits().argmax(dim=1)))
+
+    return callback
+
+
+def build(game, iterations, options, *, device, seed) -> UCTPlayer:
+    return UCTPlayer(game, iterations, c=options["c"], final=options["final"], seed=seed)
