@@ -51,6 +51,9 @@ class Gomoku(Game):
     state_type = BoardState
     board_fields = ("board",)
     action_fields = ("last_action",)
+    presets = ("gomoku:size=9,k=5", "gomoku:size=15,k=5")
+    sgf_game_type = 4
+    sgf_default_size = 15
 
     def __init__(self, **options):
         super().__init__(**options)

@@ -13,6 +13,8 @@ from .gomoku import Gomoku
 class TicTacToe(Gomoku):
     name = "tictactoe"
     options = {}
+    presets = ()
+    sgf_game_type = None  # SGF has no game type for it (gomoku's GM[4] would read back as gomoku)
 
     def __init__(self, **options):
         Game.__init__(self, **options)
