@@ -21,6 +21,10 @@ an illegal action is an error naming the game, the action and the batch index;
 a finished game steps nowhere; results are zero until the end; the legal mask of
 a finished game is empty.
 
+Identity: a game is its name and its options, normalised by `canonical_config` (gomoku
+on a square board is `size=N` however it was asked for), so `game.spec` is one text per
+game and two games are equal exactly when they play the same rules.
+
 Optional parts. Everything outside games/ (the GUI, SGF, GTP, the terminal) asks a game
 these, never its name; `Game` holds the defaults of a game without them (tested over
 every game, and with a toy game defined in a test, in tests/test_contract.py):
@@ -354,9 +358,15 @@ class Game:
             if not opt.check(value):
                 raise GameError(f"{self.name}: option {key}={value!r} is out of range; allowed: {opt.allowed}")
             values[key] = value
-        self.config: dict[str, Any] = values
+        self.config: dict[str, Any] = self.canonical_config(values)
 
     # -- identity ---------------------------------------------------------------------------
+    def canonical_config(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The one way of writing the options `config` (validated, every option present; None
+        for unset ones) that `spec` and equality use; games with two ways to say one thing
+        override this."""
+        return config
+
     @property
     def spec(self) -> str:
         """The text that rebuilds this game with `games.make_from_spec`, e.g. 'gomoku:size=9,k=5'."""
@@ -367,6 +377,7 @@ class Game:
         return f"<game {self.spec}>"
 
     def __eq__(self, other) -> bool:
+        """Same game and same canonical options (so the same rules), however either was written."""
         return isinstance(other, Game) and self.spec == other.spec
 
     def __hash__(self) -> int:

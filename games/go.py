@@ -198,6 +198,9 @@ class Go(Game):
         self._neighbours = neighbour_table(size)
         self._tables: dict[torch.device, tuple[torch.Tensor, ...]] = {}
 
+    def canonical_config(self, config: dict) -> dict:
+        return {**config, "komi": config["komi"] + 0.0}  # komi -0 is komi 0
+
     def _on(self, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(neighbours, zobrist, compose) on `device`."""
         device = torch.device(device)
