@@ -49,7 +49,6 @@ from ..errors import UserError
 from ..session import Engine, GameSession, describe_analysis
 from ..sgf import black_margin, resignation_text, score_text, to_sgf, write_sgf
 
-GAMES = ("go", "othello")
 COMMANDS = (
     "protocol_version", "name", "version", "known_command", "list_commands", "quit", "boardsize", "clear_board",
     "komi", "play", "genmove", "reg_genmove", "undo", "showboard", "final_score", "time_settings", "time_left",
@@ -61,13 +60,15 @@ OVERHEAD = 0.1  # seconds kept for everything else
 
 
 def check_game(game: Game) -> None:
-    if game.name not in GAMES:
-        raise UserError(f"GTP plays {' and '.join(GAMES)}, not {game.name} (gomoku engines speak Piskvork: pbrain.py)")
+    """UserError unless GTP engines play `game` (`game.gtp_playable`: Go, Othello)."""
+    if not game.gtp_playable:
+        playable = " and ".join(name for name in games.names() if games.REGISTRY[name].gtp_playable)
+        raise UserError(f"GTP plays {playable}, not {game.name} (gomoku engines speak Piskvork: pbrain.py)")
 
 
-def pass_action(game: Game) -> int:
-    """Go and Othello have a pass: the last action."""
-    return game.num_actions - 1
+def pass_action(game: Game) -> int | None:
+    """The game's pass action (None for a game without a pass)."""
+    return game.pass_action
 
 
 def parse_colour(text: str) -> int:
@@ -160,7 +161,7 @@ class GTPEngine:
     def _remake(self, refusal: str, **options) -> Game:
         """The game with other options; GameError starting with `refusal` if it cannot be played."""
         try:
-            game = games.make(self.game.name, **{**self.game.config, **options})
+            game = self.game.with_options(**options)
         except GameError as error:
             raise GameError(f"{refusal}: {error}") from None
         if self.fixed is not None and game != self.fixed:
@@ -254,8 +255,8 @@ class GTPEngine:
             komi = float(text)
         except ValueError:
             raise GameError(f"syntax error: komi {text!r} is not a number") from None
-        if self.game.name != "go" or komi == self.game.config.get("komi"):
-            return  # Othello has no komi
+        if self.game.komi is None or komi == self.game.komi:
+            return  # a game without komi (Othello) ignores it
         game = self._remake("komi not supported", komi=komi)
         moves, implicit = list(self.session.actions), list(self.implicit)
         colours, resigned = self.engine_colours, self.resigned
@@ -318,8 +319,7 @@ class GTPEngine:
         if len(legal) == 1:
             action = legal[0]
         else:
-            empty = int((state.board[0] == 0).sum())
-            seconds = self.clock.seconds(colour, max(empty // (3 if self.game.name == "go" else 2), 4))
+            seconds = self.clock.seconds(colour, max(int(self.game.moves_left(state)[0]), 4))
             analysis = self.engine.think(state, **({} if seconds is None else {"seconds": seconds}))
             action = int(analysis.action[0])
             threshold = self.resign_threshold
