@@ -5,9 +5,8 @@ boardsize, clear_board, komi (games with a komi: Go), then play / genmove each
 move, one game at a time. Passes are sent as `play b pass` in Go; forced passes
 (`game.forced_pass`: Othello's) are not sent at all (GRhino refuses `play b pass`
 and skips a side that must pass by itself), and a forced pass of the engine is
-played without asking it. `resign` ends the
-game as a loss for the engine (players.RESIGN). Every move of an
-external engine is checked against our rules: an illegal move, an unreadable
+played without asking it. `resign` ends the game as a loss for the engine
+(players.RESIGN). Every move of an external engine is checked against our rules: an illegal move, an unreadable
 answer, or a refusal of one of our legal moves stops the match with an error
 naming the engine, the move and the moves so far (a disagreement about the
 rules makes every later result meaningless, so it is not scored as a loss).
