@@ -79,6 +79,11 @@ class GameSession:
         return self._states[-1]
 
     @property
+    def previous_state(self) -> State | None:
+        """The position before the last move (None before the first)."""
+        return self._states[-2] if self.actions else None
+
+    @property
     def over(self) -> bool:
         return bool(self.state.done[0])
 

@@ -4,14 +4,15 @@
     paths = write_match(folder, game, match_result)      # one file per game of a match
     record = read_sgf(text); state = replay(game, record).state
 
-What a file holds (https://www.red-bean.com/sgf/): FF[4], GM (Go 1, Othello 2,
-gomoku 4), SZ (SZ[15] or SZ[width:height]), KM for Go, PB / PW (the players),
+What a file holds (https://www.red-bean.com/sgf/): FF[4], GM (the game's
+`sgf_game_type`: Go 1, Othello 2, gomoku 4), SZ (SZ[15] or SZ[width:height]), KM
+for games with a komi (Go), PB / PW (the players),
 RE (B+3.5, W+12, B+R for a resignation, B+ when a game has no score, 0 for a
 draw, ? while unfinished), DT and AP, then one node per move: B[..] / W[..] with
 points as two letters, column then row, 'a' the top-left (our action
-row * width + col becomes letters[col] + letters[row]). A Go pass is B[] (B[tt]
-is read too). Othello passes are forced, so they are not written: the side
-that moves twice in a row had the other pass, as Othello programs write it;
+row * width + col becomes letters[col] + letters[row]). A pass is B[] (B[tt]
+is read too). Forced passes (`game.forced_pass`: Othello's) are not written: the
+side that moves twice in a row had the other pass, as Othello programs write it;
 the reader puts the passes back.
 
 Why our own few lines and not a library: sgfmill (the usual Python choice) has
@@ -35,29 +36,30 @@ from games import Game, GameError, State
 from . import __version__
 from .errors import UserError
 
-GAME_TYPES = {"go": 1, "othello": 2, "gomoku": 4}
 LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 COLOURS = ("B", "W")
 
 
+def game_types() -> dict[int, type[Game]]:
+    """SGF's GM number -> the registered game of that type."""
+    return {cls.sgf_game_type: cls for cls in games.REGISTRY.values() if cls.sgf_game_type is not None}
+
+
 def supports(game: Game) -> bool:
     """Whether SGF has a game type for `game`."""
-    return game.name in GAME_TYPES
+    return game.sgf_game_type is not None
 
 
 def check_supported(game: Game) -> None:
     if not supports(game):
-        raise UserError(f"SGF has no game type for {game.name}; it records {', '.join(GAME_TYPES)}")
-
-
-def _has_pass(game: Game) -> bool:
-    return game.num_actions == game.board_shape[0] * game.board_shape[1] + 1
+        names = ", ".join(cls.name for cls in game_types().values())
+        raise UserError(f"SGF has no game type for {game.name}; it records {names}")
 
 
 def point(game: Game, action: int) -> str:
     """The SGF point of an action ('' for a pass)."""
     height, width = game.board_shape
-    if action == height * width:
+    if action == game.pass_action:
         return ""
     row, col = divmod(int(action), width)
     return LETTERS[col] + LETTERS[row]
@@ -67,9 +69,9 @@ def parse_point(game: Game, text: str) -> int:
     """The action of an SGF point; '' (and 'tt' on boards up to 19x19) is a pass."""
     height, width = game.board_shape
     if text == "" or (text == "tt" and max(height, width) <= 19):
-        if not _has_pass(game):
+        if game.pass_action is None:
             raise GameError(f"{game.name} has no pass, but the record has one")
-        return height * width
+        return game.pass_action
     if len(text) != 2 or text[0] not in LETTERS[:width] or text[1] not in LETTERS[:height]:
         raise GameError(f"cannot read SGF point {text!r} on a {width}x{height} board")
     return LETTERS.index(text[1]) * width + LETTERS.index(text[0])
@@ -84,12 +86,9 @@ def _number(value: float) -> str:
 
 
 def black_margin(game: Game, state: State) -> float:
-    """Black's lead in a one-game state: Go's area score (komi included), Othello's disc difference."""
-    if hasattr(game, "score"):
-        return float(torch.as_tensor(game.score(state)).reshape(-1)[0])
-    if game.name == "othello":
-        return float(state.board[0].sum())
-    raise GameError(f"{game.name} has no score")
+    """Black's lead in a one-game state (`game.score`: Go's area score with komi, Othello's disc
+    difference); GameError for a game without a score."""
+    return float(game.score(state)[0])
 
 
 def score_text(margin: float) -> str:
@@ -103,7 +102,7 @@ def result_text(game: Game, state: State) -> str:
     """The RE value of a one-game state: 'B+3.5', 'W+12', 'B+' (no score), '0', or '?'."""
     if not bool(state.done[0]):
         return "?"
-    if hasattr(game, "score") or game.name == "othello":
+    if game.has_score:
         return score_text(black_margin(game, state))
     winner = float(game.result(state)[0])
     return "0" if winner == 0 else ("B+" if winner > 0 else "W+")
@@ -130,14 +129,14 @@ def to_sgf(game: Game, actions: list[int], *, black: str = "", white: str = "", 
         action = int(action)
         colour = COLOURS[int(state.to_play[0])]
         state = game.step(state, torch.tensor([action]))
-        if game.name == "othello" and action == height * width:
-            continue  # a forced pass: the other side simply moves again
+        if game.forced_pass and action == game.pass_action:
+            continue  # the other side simply moves again
         nodes.append(f";{colour}[{point(game, action)}]")
     if result is None:
         result = result_text(game, state)
-    root = [f"FF[4]GM[{GAME_TYPES[game.name]}]SZ[{size}]CA[UTF-8]AP[azero:{__version__}]"]
-    if game.name == "go":
-        root.append(f"KM[{_number(float(game.config.get('komi', 0)))}]")
+    root = [f"FF[4]GM[{game.sgf_game_type}]SZ[{size}]CA[UTF-8]AP[azero:{__version__}]"]
+    if game.komi is not None:
+        root.append(f"KM[{_number(float(game.komi))}]")
     root.append(f"DT[{(date or datetime.date.today()).isoformat()}]")
     if black:
         root.append(f"PB[{_escape(black)}]")
@@ -270,23 +269,25 @@ def _read_value(text: str, i: int) -> tuple[str, int]:
 
 
 def game_from_sgf(record: SGFRecord) -> Game:
-    """The game of a record from GM, SZ and KM (gomoku: five in a row)."""
+    """The game of a record from GM, SZ and KM (`Game.from_sgf`; gomoku: five in a row)."""
     props = record.properties
     number = int(props.get("GM", ["1"])[0])
-    names = {value: key for key, value in GAME_TYPES.items()}
-    if number not in names:
-        raise GameError(f"SGF game type GM[{number}] is not one azero plays ({', '.join(GAME_TYPES)})")
-    name = names[number]
-    options: dict = {}
-    size = props.get("SZ", ["19" if name == "go" else "8" if name == "othello" else "15"])[0]
+    types = game_types()
+    if number not in types:
+        names = ", ".join(f"{cls.name} GM[{value}]" for value, cls in sorted(types.items()))
+        raise GameError(f"SGF game type GM[{number}] is not one azero plays ({names})")
+    cls = types[number]
+    size = props.get("SZ", [str(cls.sgf_default_size)])[0]
     width, _, height = size.partition(":")
-    if height and height != width:
-        options.update(width=int(width), height=int(height))
-    else:
-        options["size"] = int(width)
-    if name == "go" and "KM" in props:
-        options["komi"] = float(props["KM"][0])
-    return games.make(name, **options)
+    try:
+        width, height = int(width), int(height or width)
+    except ValueError:
+        raise GameError(f"SGF: cannot read the board size SZ[{size}]") from None
+    try:
+        komi = float(props["KM"][0]) if "KM" in props else None
+    except ValueError:
+        raise GameError(f"SGF: cannot read the komi KM[{props['KM'][0]}]") from None
+    return cls.from_sgf(width, height, komi)
 
 
 @dataclass
@@ -313,8 +314,7 @@ def replay(game: Game, record: SGFRecord) -> Replay:
     """
     state = game.initial_state(1)
     played: list[int] = []
-    height, width = game.board_shape
-    pass_action = height * width if _has_pass(game) else None
+    pass_action = game.pass_action
     for number, (colour, move) in enumerate(record.moves, start=1):
         action = parse_point(game, move)
         if colour != int(state.to_play[0]):

@@ -42,6 +42,7 @@ __all__ = [
     "make_from_spec",
     "names",
     "parse_spec",
+    "presets",
     "player_sign",
     "sample_uniform_legal",
 ]
@@ -50,6 +51,17 @@ __all__ = [
 def names() -> list[str]:
     """The registered game names."""
     return sorted(REGISTRY)
+
+
+def presets(*, board: bool = False) -> list[str]:
+    """The specs offered to people choosing a game: each registered game's `presets` (its name
+    alone when it has none), by game name; `board=True` keeps the games with a board to draw."""
+    return [
+        spec
+        for name in names()
+        if REGISTRY[name].has_board or not board
+        for spec in (REGISTRY[name].presets or (name,))
+    ]
 
 
 def make(name: str, **options) -> Game:

@@ -20,6 +20,38 @@ Invariants every game keeps (tested over all games in tests/test_games_api.py):
 an illegal action is an error naming the game, the action and the batch index;
 a finished game steps nowhere; results are zero until the end; the legal mask of
 a finished game is empty.
+
+Identity: a game is its name and its options, normalised by `canonical_config` (gomoku
+on a square board is `size=N` however it was asked for), so `game.spec` is one text per
+game and two games are equal exactly when they play the same rules.
+
+Optional parts. Everything outside games/ (the GUI, SGF, GTP, the terminal) asks a game
+these, never its name; `Game` holds the defaults of a game without them (tested over
+every game, and with a toy game defined in a test, in tests/test_contract.py):
+
+    game.describe()          -> str   a title for people ("gomoku 9x9, 5 or more in a row"; default: the spec)
+    game.pass_action         -> int or None   the pass (the last action, H * W), or None without one
+    game.forced_pass         -> bool  a pass is legal only when nothing else is (Othello): GTP engines
+                                      and SGF records leave it out; otherwise (Go) a pass is a choice,
+                                      sent to engines and written
+    game.has_score           -> bool  whether `score` is defined
+    game.score(state)        -> float [B]  black's (first player's) margin: Go's area score with komi,
+                                      Othello's disc difference
+    game.komi                -> float or None  the komi, for games with a `komi` option (GTP's komi
+                                      command and SGF's KM set that option)
+    game.moves_left(state)   -> long [B]  about how many moves the player to move has still to play
+                                      (to share a clock; default half the empty cells)
+    game.has_board           -> bool  states hold `board` int8 [B, H, W] (+1 / -1 / 0) a GUI can draw
+    game.click_actions(state)-> long [B, H * W]  the action a click on each cell means (-1 none)
+    game.action_cells(state) -> long [B, A]  the cell where each action puts its stone, where its
+                                      heat is drawn and the last move is marked (-1 nowhere: a pass)
+    game.presets             -> specs offered in a game picker (the GUI's list); () = the name alone
+    game.sgf_game_type       -> int or None  SGF's GM number (Go 1, Othello 2, gomoku 4), None: no SGF
+    Game.from_sgf(width, height, komi) -> the game an SGF record's SZ and KM describe
+    game.gtp_playable        -> bool  GTP engines play it: moves are GTP vertices (`format_action`
+                                      upper-cased, `parse_action` in either case) and `boardsize N`
+                                      is the option size=N
+    game.with_options(**options) -> the same game with some options changed
 """
 
 from __future__ import annotations
@@ -272,10 +304,28 @@ class Game:
     num_planes: int
     symmetries: list[Symmetry]
 
+    # Optional parts of the contract (see the module docstring); the values of a game without them.
+    pass_action: int | None = None
+    forced_pass: ClassVar[bool] = False
+    has_score: ClassVar[bool] = False
+    komi: float | None = None
+    has_board: ClassVar[bool] = True
+    presets: ClassVar[tuple[str, ...]] = ()
+    sgf_game_type: ClassVar[int | None] = None
+    sgf_default_size: ClassVar[int] = 19  # SZ when a record has none (SGF's default for Go)
+    gtp_playable: ClassVar[bool] = False
+
     def __init__(self, **options):
-        self.config: dict[str, Any] = read_options(self.name, self.options, options, error=GameError)
+        options = read_options(self.name, self.options, options, error=GameError)
+        self.config: dict[str, Any] = self.canonical_config(options)
 
     # -- identity ---------------------------------------------------------------------------
+    def canonical_config(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The one way of writing the options `config` (validated, every option present; None
+        for unset ones) that `spec` and equality use; games with two ways to say one thing
+        override this."""
+        return config
+
     @property
     def spec(self) -> str:
         """The text that rebuilds this game with `games.make_from_spec`, e.g. 'gomoku:size=9,k=5'."""
@@ -286,6 +336,7 @@ class Game:
         return f"<game {self.spec}>"
 
     def __eq__(self, other) -> bool:
+        """Same game and same canonical options (so the same rules), however either was written."""
         return isinstance(other, Game) and self.spec == other.spec
 
     def __hash__(self) -> int:
@@ -388,6 +439,47 @@ class Game:
     def legal_actions(self, state: State, index: int = 0) -> list[int]:
         """The legal actions of game `index` as a Python list (for UIs and protocols)."""
         return self.legal_mask(state[index])[0].nonzero().flatten().tolist()
+
+    # -- optional parts (module docstring); the defaults ----------------------------------------
+    def describe(self) -> str:
+        """A title for people, e.g. 'gomoku 9x9, 5 or more in a row'."""
+        return self.spec
+
+    def with_options(self, **options) -> "Game":
+        """This game with some options changed (GameError if they are not valid)."""
+        merged = {key: value for key, value in {**self.config, **options}.items() if value is not None}
+        return type(self)(**merged)
+
+    def score(self, state: State) -> torch.Tensor:
+        """float [B]: the first player's (black's) margin, for games with `has_score`."""
+        raise GameError(f"{self.name} has no score")
+
+    def moves_left(self, state: State) -> torch.Tensor:
+        """long [B]: about how many moves the player to move has still to play (to share a
+        clock over them): half the empty cells of the board."""
+        return (state.board == 0).flatten(1).sum(dim=1) // 2
+
+    def click_actions(self, state: State) -> torch.Tensor:
+        """long [B, H * W]: the action a click on each cell means (-1 none); cell c is action c."""
+        cells = self.board_shape[0] * self.board_shape[1]
+        return torch.arange(cells, device=state.device).expand(state.batch_size, cells)
+
+    def action_cells(self, state: State) -> torch.Tensor:
+        """long [B, A]: the cell where each action puts its stone (-1 nowhere, e.g. the pass):
+        the GUI draws the action's heat there, and marks it once played."""
+        cells = self.board_shape[0] * self.board_shape[1]
+        actions = torch.arange(self.num_actions, device=state.device)
+        return torch.where(actions < cells, actions, -1).expand(state.batch_size, self.num_actions)
+
+    @classmethod
+    def from_sgf(cls, width: int, height: int, komi: float | None) -> "Game":
+        """The game an SGF record of type `sgf_game_type` describes: its board from SZ (a square
+        board is option size, another width and height), its komi from KM (None without one;
+        taken only by games with a `komi` option)."""
+        options: dict[str, Any] = {"size": width} if width == height else {"width": width, "height": height}
+        if komi is not None and "komi" in cls.options:
+            options["komi"] = komi
+        return cls(**options)
 
     # -- symmetries ---------------------------------------------------------------------------
     def transform_state(self, state: State, symmetry: Symmetry) -> State:

@@ -168,6 +168,18 @@ class ConnectFour(Game):
         own, opponent = stone_planes(state)
         return torch.stack([own, opponent, torch.ones_like(own)], dim=1)
 
+    # -- for the GUI ---------------------------------------------------------------------------
+    def click_actions(self, state: ConnectFourState) -> torch.Tensor:
+        """long [B, H * W]: a click anywhere in a column drops a disc into it."""
+        columns = torch.arange(self.width, device=state.device).repeat(self.height)
+        return columns.expand(state.batch_size, -1)
+
+    def action_cells(self, state: ConnectFourState) -> torch.Tensor:
+        """long [B, W]: the cell where a disc dropped into each column lands (-1: the column is full)."""
+        columns = torch.arange(self.width, device=state.device)
+        landing = (self.height - 1 - state.heights) * self.width + columns
+        return torch.where(state.heights < self.height, landing, -1)
+
     # -- text ---------------------------------------------------------------------------------
     def format_action(self, action: int) -> str:
         return str(int(action) + 1)

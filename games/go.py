@@ -168,6 +168,10 @@ class Go(Game):
     state_type = GoState
     board_fields = ("board", "legal")
     action_fields = ("last_action",)
+    has_score = True
+    sgf_game_type = 1
+    sgf_default_size = 19
+    gtp_playable = True
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -193,6 +197,9 @@ class Go(Game):
         self._zobrist = numbers[:, torch.argsort(perms, dim=1)].permute(1, 0, 2).reshape(-1)
         self._neighbours = neighbour_table(size)
         self._tables: dict[torch.device, tuple[torch.Tensor, ...]] = {}
+
+    def canonical_config(self, config: dict) -> dict:
+        return {**config, "komi": config["komi"] + 0.0}  # komi -0 is komi 0
 
     def _on(self, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(neighbours, zobrist, compose) on `device`."""
@@ -366,6 +373,10 @@ class Go(Game):
     def score(self, state: GoState) -> torch.Tensor:
         """Tromp-Taylor score of any position: black's area minus white's minus komi, float [B]."""
         return self._margin(state.board)
+
+    def moves_left(self, state: GoState) -> torch.Tensor:
+        """long [B]: a third of the empty points (games end with points left empty)."""
+        return (state.board == 0).flatten(1).sum(dim=1) // 3
 
     def transform_state(self, state: GoState, symmetry) -> GoState:
         """As Game.transform_state, and `frame` composed with the symmetry (history stays as is)."""

@@ -51,6 +51,9 @@ class Gomoku(Game):
     state_type = BoardState
     board_fields = ("board",)
     action_fields = ("last_action",)
+    presets = ("gomoku:size=9,k=5", "gomoku:size=15,k=5")
+    sgf_game_type = 4
+    sgf_default_size = 15
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -58,6 +61,15 @@ class Gomoku(Game):
         height = cfg["height"] or cfg["size"]
         width = cfg["width"] or cfg["size"]
         self._setup(height, width, cfg["k"], cfg["rule"] == "standard")
+
+    def canonical_config(self, config: dict) -> dict:
+        """A square board is size=N, another width=W,height=H (no size): 'gomoku:size=15,width=8,
+        height=8' (what a Piskvork brain builds for START 8) is 'gomoku:size=8'."""
+        height = config["height"] or config["size"]
+        width = config["width"] or config["size"]
+        if width == height:
+            return {**config, "size": width, "width": None, "height": None}
+        return {**config, "size": None, "width": width, "height": height}
 
     def _setup(self, height: int, width: int, k: int, exact: bool):
         if k > max(height, width):

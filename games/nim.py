@@ -45,6 +45,7 @@ class Nim(Game):
         "misere": Option(False, bool, allowed="true or false"),
     }
     state_type = NimState
+    has_board = False
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -89,6 +90,10 @@ class Nim(Game):
     def illegal_reason(self, state: NimState, action: int) -> str:
         chips = int(state.chips[0])
         return f"only {chips} chip{'s' if chips != 1 else ''} left"
+
+    def moves_left(self, state: NimState) -> torch.Tensor:
+        """long [B]: a move takes two chips on average, and every other move is the opponent's."""
+        return (state.chips + 3) // 4
 
     def encode(self, state: NimState) -> torch.Tensor:
         """float [B, 2, 1, pile + 1]: chips remaining one-hot, misère flag."""

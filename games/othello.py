@@ -134,6 +134,12 @@ class Othello(Game):
     state_type = OthelloState
     board_fields = ("board", "legal")
     action_fields = ("last_action",)
+    forced_pass = True
+    has_score = True
+    presets = ("othello:size=8", "othello:size=6")
+    sgf_game_type = 2
+    sgf_default_size = 8
+    gtp_playable = True
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -276,6 +282,10 @@ class Othello(Game):
                 result[index[ended]] = self.result(live[ended])
                 index, live, live_source = index[~ended], live[~ended], subset(live_source, ~ended)
         return result
+
+    def score(self, state: OthelloState) -> torch.Tensor:
+        """float [B]: black's discs minus white's."""
+        return state.board.flatten(1).sum(dim=1, dtype=torch.long).to(torch.float32)
 
     def encode(self, state: OthelloState) -> torch.Tensor:
         own, opponent = stone_planes(state)

@@ -13,6 +13,9 @@ from .gomoku import Gomoku
 class TicTacToe(Gomoku):
     name = "tictactoe"
     options = {}
+    presets = ()
+    sgf_game_type = None  # SGF has no game type for it (gomoku's GM[4] would read back as gomoku)
+    canonical_config = Game.canonical_config
 
     def __init__(self, **options):
         Game.__init__(self, **options)

@@ -11,7 +11,8 @@ from ..errors import cli_entry
 @cli_entry
 def main(argv=None) -> int:
     from ..checkpoint import load_checkpoint
-    from ..protocols.piskvork import serve
+    from ..errors import UserError
+    from ..protocols.piskvork import check_brain_game, serve
     from ..session import Engine
 
     parser = argparse.ArgumentParser(
@@ -30,13 +31,14 @@ def main(argv=None) -> int:
     if args.checkpoint:
         import games
 
-        game = games.make_from_spec(load_checkpoint(args.checkpoint)["game"])
-        if game.name != "gomoku" or game.k != 5:
-            parser.error(f"{args.checkpoint} is a checkpoint of {game.spec}, not of five-in-a-row gomoku")
-        fixed = (game.width, game.height)
+        fixed = games.make_from_spec(load_checkpoint(args.checkpoint)["game"])
+        try:
+            check_brain_game(fixed)
+        except UserError:
+            parser.error(f"{args.checkpoint} is a checkpoint of {fixed.spec}, not of five-in-a-row gomoku")
 
     def make_engine(game):
         return Engine(game, args.player, checkpoint=args.checkpoint, simulations=args.sims, device=args.device,
                       seed=args.seed)
 
-    return serve(make_engine, sys.stdin, sys.stdout, fixed_size=fixed)
+    return serve(make_engine, sys.stdin, sys.stdout, fixed=fixed)

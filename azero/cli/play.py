@@ -111,7 +111,7 @@ def terminal(game, engine, human: int) -> int:
     from ..session import GameSession, describe_analysis
 
     session = GameSession(game)
-    say(f"{game.describe() if hasattr(game, 'describe') else game.spec}: you play "
+    say(f"{game.describe()}: you play "
         f"{'first' if human == 0 else 'second'} against {engine.name}. Type 'help' for commands.")
     say(game.render(session.state))
     while True:

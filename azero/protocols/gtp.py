@@ -41,14 +41,13 @@ from typing import Callable, TextIO
 
 import torch
 
-import games
 from games import Game, GameError
 
 from .. import __version__
 from ..errors import UserError
 from ..session import Engine, GameSession, describe_analysis
 from ..sgf import black_margin, resignation_text, score_text, to_sgf, write_sgf
-from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_colour, parse_vertex, pass_action
+from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_colour, parse_vertex
 
 COMMANDS = (
     "protocol_version", "name", "version", "known_command", "list_commands", "quit", "boardsize", "clear_board",
@@ -121,7 +120,7 @@ class GTPEngine:
     def _remake(self, refusal: str, **options) -> Game:
         """The game with other options; GameError starting with `refusal` if it cannot be played."""
         try:
-            game = games.make(self.game.name, **{**self.game.config, **options})
+            game = self.game.with_options(**options)
         except GameError as error:
             raise GameError(f"{refusal}: {error}") from None
         if self.fixed is not None and game != self.fixed:
@@ -134,7 +133,7 @@ class GTPEngine:
             raise GameError("illegal move: the game is over")
         if colour == self.session.to_play:
             return False
-        if pass_action(self.game) not in self.session.legal():
+        if self.game.pass_action not in self.session.legal():
             name = COLOUR_NAMES[self.session.to_play]
             raise GameError(f"illegal move: it is {name}'s turn and {name} has a move, so cannot pass")
         return True
@@ -215,8 +214,8 @@ class GTPEngine:
             komi = float(text)
         except ValueError:
             raise GameError(f"syntax error: komi {text!r} is not a number") from None
-        if self.game.name != "go" or komi == self.game.config.get("komi"):
-            return  # Othello has no komi
+        if self.game.komi is None or komi == self.game.komi:
+            return  # a game without komi (Othello) ignores it
         game = self._remake("komi not supported", komi=komi)
         moves, implicit = list(self.session.actions), list(self.implicit)
         colours, resigned = self.engine_colours, self.resigned
@@ -274,13 +273,12 @@ class GTPEngine:
         must_pass = self._turn(colour)
         state = self.session.state
         if must_pass:
-            state = self.game.step(state, torch.tensor([pass_action(self.game)]))
+            state = self.game.step(state, torch.tensor([self.game.pass_action]))
         legal = self.game.legal_actions(state)
         if len(legal) == 1:
             action = legal[0]
         else:
-            empty = int((state.board[0] == 0).sum())
-            seconds = self.clock.seconds(colour, max(empty // (3 if self.game.name == "go" else 2), 4))
+            seconds = self.clock.seconds(colour, max(int(self.game.moves_left(state)[0]), 4))
             analysis = self.engine.think(state, **({} if seconds is None else {"seconds": seconds}))
             action = int(analysis.action[0])
             threshold = self.resign_threshold
@@ -291,7 +289,7 @@ class GTPEngine:
                 return "resign"
         if commit:
             if must_pass:
-                self._play_move(pass_action(self.game), implicit=True)
+                self._play_move(self.game.pass_action, implicit=True)
             self._play_move(action)
             self.engine_colours.add(colour)
         return format_vertex(self.game, action)
@@ -307,11 +305,11 @@ class GTPEngine:
         must_pass = self._turn(colour)
         state = self.session.state
         if must_pass:
-            state = self.game.step(state, torch.tensor([pass_action(self.game)]))
+            state = self.game.step(state, torch.tensor([self.game.pass_action]))
         if action not in self.game.legal_actions(state):
             raise GameError(f"illegal move: {self.game.illegal_reason(state, action)}")
         if must_pass:
-            self._play_move(pass_action(self.game), implicit=True)
+            self._play_move(self.game.pass_action, implicit=True)
         self._play_move(action)
 
     # -- records -----------------------------------------------------------------------------------

@@ -1,12 +1,12 @@
 """External GTP engines as players (spec `gtp:COMMAND`).
 
 External engines (`GTPPlayer`, spec `gtp:COMMAND`) are driven the same way:
-boardsize, clear_board, komi (Go), then play / genmove each move, one game at a
-time. Passes are sent as `play b pass` in Go; in Othello they are not sent at
-all (GRhino refuses `play b pass` and skips a side that must pass by itself),
-and a forced pass of the engine is played without asking it. `resign` ends the
-game as a loss for the engine (players.RESIGN). Every move of an
-external engine is checked against our rules: an illegal move, an unreadable
+boardsize, clear_board, komi (games with a komi: Go), then play / genmove each
+move, one game at a time. Passes are sent as `play b pass` in Go; forced passes
+(`game.forced_pass`: Othello's) are not sent at all (GRhino refuses `play b pass`
+and skips a side that must pass by itself), and a forced pass of the engine is
+played without asking it. `resign` ends the game as a loss for the engine
+(players.RESIGN). Every move of an external engine is checked against our rules: an illegal move, an unreadable
 answer, or a refusal of one of our legal moves stops the match with an error
 naming the engine, the move and the moves so far (a disagreement about the
 rules makes every later result meaningless, so it is not scored as a loss).
@@ -29,7 +29,7 @@ from games import Game, GameError
 
 from ..errors import UserError
 from ..player import RESIGN, Player
-from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_vertex, pass_action
+from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_vertex
 
 ANSWER_TIMEOUT = 600.0  # seconds an external engine may take over one answer
 
@@ -159,8 +159,8 @@ class GTPPlayer(Player):
             self.client = GTPClient(self.argv, self.spec)
         self.client.ask(f"boardsize {self.game.board_shape[1]}")
         self.client.ask("clear_board")
-        if self.game.name == "go":
-            self.client.ask(f"komi {float(self.game.config['komi']):g}")
+        if self.game.komi is not None:
+            self.client.ask(f"komi {float(self.game.komi):g}")
         self.known, self.actions = self.game.initial_state(1), []
 
     def act(self, states, keys=None):
@@ -192,7 +192,7 @@ class GTPPlayer(Player):
         action = matches[0]
         colour = COLOUR_NAMES[int(self.known.to_play[0])]
         vertex = format_vertex(self.game, action)
-        if not (self.game.name == "othello" and action == pass_action(self.game)):  # Othello passes by itself
+        if not (self.game.forced_pass and action == self.game.pass_action):  # the engine passes by itself
             try:
                 self.client.ask(f"play {colour} {vertex}")
             except GTPRefusal as error:
@@ -204,7 +204,7 @@ class GTPPlayer(Player):
     def _engine_move(self, state) -> int:
         colour = int(state.to_play[0])
         legal = self.game.legal_actions(state)
-        if self.game.name == "othello" and legal == [pass_action(self.game)]:
+        if self.game.forced_pass and legal == [self.game.pass_action]:
             return legal[0]  # a forced pass is not asked for
         answer = self.client.ask(f"genmove {COLOUR_NAMES[colour]}")
         if answer.lower() == "resign":

@@ -8,22 +8,19 @@ moves are written in upper case, like GNU Go and GRhino do.
 
 from __future__ import annotations
 
+import games
 from games import Game, GameError
 
 from ..errors import UserError
 
-GAMES = ("go", "othello")
 COLOUR_NAMES = ("black", "white")
 
 
 def check_game(game: Game) -> None:
-    if game.name not in GAMES:
-        raise UserError(f"GTP plays {' and '.join(GAMES)}, not {game.name} (gomoku engines speak Piskvork: pbrain.py)")
-
-
-def pass_action(game: Game) -> int:
-    """Go and Othello have a pass: the last action."""
-    return game.num_actions - 1
+    """UserError unless GTP engines play `game` (`game.gtp_playable`: Go, Othello)."""
+    if not game.gtp_playable:
+        playable = " and ".join(name for name in games.names() if games.REGISTRY[name].gtp_playable)
+        raise UserError(f"GTP plays {playable}, not {game.name} (gomoku engines speak Piskvork: pbrain.py)")
 
 
 def parse_colour(text: str) -> int:
@@ -37,14 +34,14 @@ def parse_colour(text: str) -> int:
 
 
 def format_vertex(game: Game, action: int) -> str:
-    return "pass" if action == pass_action(game) else game.format_action(action).upper()
+    return "pass" if action == game.pass_action else game.format_action(action).upper()
 
 
 def parse_vertex(game: Game, text: str) -> int:
     """An action from a GTP vertex in either case; GameError if unreadable."""
     text = text.strip()
-    if text.lower() == "pass":
-        return pass_action(game)
+    if text.lower() == "pass" and game.pass_action is not None:
+        return game.pass_action
     first_error = None
     for candidate in (text, text.upper(), text.lower()):
         try:

@@ -10,6 +10,7 @@ from the top, both from 0. Replies: a move "x,y", OK, or
                       size or rule); the brain keeps running
 INFO rule: 0 freestyle, 1 exactly five (standard); renju (4) and caro (8) get ERROR.
 The brain searches until a deadline derived from INFO timeout_turn and time_left.
+A brain with a fixed game (a checkpoint's) plays that game's board size and rule only.
 """
 
 from __future__ import annotations
@@ -29,14 +30,33 @@ MARGIN = 0.85  # share of the allowed time spent searching
 OVERHEAD = 0.15  # seconds kept for everything else
 
 
+def brain_game(width: int, height: int, exact: bool) -> games.Game:
+    """The game a Piskvork manager plays on a width x height board: five in a row, exactly five
+    when `exact` (INFO rule 1). GameError for a size gomoku does not have."""
+    return games.make("gomoku", width=width, height=height, k=5, rule="standard" if exact else "freestyle")
+
+
+def check_brain_game(game: games.Game) -> None:
+    """UserError unless a Piskvork manager can play `game` (five in a row, any rule it has)."""
+    height, width = game.board_shape
+    try:
+        playable = game in (brain_game(width, height, exact) for exact in (False, True))
+    except GameError:
+        playable = False
+    if not playable:
+        raise UserError(f"{game.spec} is not five-in-a-row gomoku, the game a Piskvork brain plays")
+
+
 class Brain:
-    def __init__(self, make_engine: Callable[[games.Game], Engine], *, fixed_size: tuple[int, int] | None = None,
+    def __init__(self, make_engine: Callable[[games.Game], Engine], *, fixed: games.Game | None = None,
                  write: Callable[[str], None] = print):
+        if fixed is not None:
+            check_brain_game(fixed)
         self.make_engine = make_engine
-        self.fixed_size = fixed_size  # a checkpoint plays one board size only
+        self.fixed = fixed  # a checkpoint plays its own game only
         self.write = write
         self.width = self.height = 0
-        self.exact = False
+        self.exact = fixed is not None and fixed == brain_game(fixed.board_shape[1], fixed.board_shape[0], True)
         self.engine: Engine | None = None
         self.board: dict[tuple[int, int], int] = {}  # (x, y) -> 1 own stone, 2 opponent's
         self.timeout_turn = 5.0
@@ -46,14 +66,14 @@ class Brain:
 
     # -- the game ---------------------------------------------------------------------------------
     def _game(self) -> games.Game:
-        rule = "standard" if self.exact else "freestyle"
-        return games.make("gomoku", width=self.width, height=self.height, k=5, rule=rule)
+        return brain_game(self.width, self.height, self.exact)
 
     def _start(self, width: int, height: int) -> None:
         if not (5 <= width <= 19 and 5 <= height <= 19):
             raise GameError(f"unsupported size {width}x{height}; this brain plays 5..19")
-        if self.fixed_size and (width, height) != self.fixed_size:
-            raise GameError(f"this network plays {self.fixed_size[0]}x{self.fixed_size[1]} only")
+        if self.fixed is not None and brain_game(width, height, self.exact) != self.fixed:
+            fixed_height, fixed_width = self.fixed.board_shape
+            raise GameError(f"this network plays {fixed_width}x{fixed_height} only")
         self.width, self.height = width, height
         self.engine = self.make_engine(self._game())
         self.board.clear()
@@ -219,6 +239,8 @@ class Brain:
             if number & 8:
                 raise GameError("caro rules are not supported (freestyle and exactly-five only)")
             exact = bool(number & 1)
+            if exact != self.exact and self.fixed is not None:
+                raise GameError(f"this network plays {self.fixed.describe()} only")
             if exact != self.exact:
                 self.exact = exact
                 if self.engine is not None:
@@ -227,12 +249,12 @@ class Brain:
 
 
 def serve(make_engine: Callable[[games.Game], Engine], source: TextIO, sink: TextIO, *,
-          fixed_size: tuple[int, int] | None = None) -> int:
+          fixed: games.Game | None = None) -> int:
     def write(text: str) -> None:
         sink.write(text + "\n")
         sink.flush()
 
-    brain = Brain(make_engine, fixed_size=fixed_size, write=write)
+    brain = Brain(make_engine, fixed=fixed, write=write)
     for line in source:
         if not brain.handle(line):
             break

@@ -34,8 +34,8 @@ class Gui:
 
     def __init__(self, game: Game, engine: Engine, *, human: int = 0, checkpoint: str | None = None,
                  device="cpu", opponent_spec: str | None = None):
-        if game.name == "nim":
-            raise UserError("the GUI shows board games; Nim has no board (play it in the terminal)")
+        if not game.has_board:
+            raise UserError(f"the GUI shows board games; {game.name} has no board (play it in the terminal)")
         self.lock = threading.Condition()
         self.game, self.engine, self.human = game, engine, human
         self.checkpoint, self.device = checkpoint, device
@@ -117,18 +117,18 @@ class Gui:
         with self.lock:
             game, session = self.game, self.session
             state = session.state
-            board = getattr(state, "board", None)
-            cells = board[0].tolist() if board is not None else []
             legal = session.legal() if not session.over else []
+            previous = session.previous_state
             return {
                 "game": game.spec,
-                "title": game.describe() if hasattr(game, "describe") else game.spec,
+                "title": game.describe(),
                 "height": game.board_shape[0],
                 "width": game.board_shape[1],
-                "cells": cells,
-                "cell_action": self._cell_actions(state),
-                "action_cell": self._action_cells(state),
-                "pass_action": game.num_actions - 1 if getattr(game, "pass_action", None) is not None else None,
+                "cells": state.board[0].tolist(),
+                "cell_action": game.click_actions(state)[0].tolist(),
+                "action_cell": game.action_cells(state)[0].tolist(),
+                "last_cell": int(game.action_cells(previous)[0, session.actions[-1]]) if previous is not None else -1,
+                "pass_action": game.pass_action,
                 "to_play": session.to_play,
                 "human": self.human,
                 "legal": legal,
@@ -143,29 +143,13 @@ class Gui:
                 "simulations": self.engine.simulations,
                 "can_change_game": self.checkpoint is None,
                 "sgf": self._sgf_supported(),
-                "games": ["gomoku:size=9,k=5", "gomoku:size=15,k=5", "tictactoe", "connect4", "othello:size=8",
-                          "othello:size=6"],
+                "games": games.presets(board=True),
             }
 
     def _sgf_supported(self) -> bool:
         from ..sgf import supports
 
         return supports(self.game)
-
-    def _cell_actions(self, state) -> list[int]:
-        """The action a click on each cell means (-1: none)."""
-        h, w = self.game.board_shape
-        if self.game.name == "connect4":
-            return [c for _ in range(h) for c in range(w)]
-        return list(range(h * w))
-
-    def _action_cells(self, state) -> list[int]:
-        """The cell where each action's heat-map value is shown (-1: nowhere, e.g. a pass)."""
-        h, w = self.game.board_shape
-        if self.game.name == "connect4":
-            heights = state.heights[0].tolist()
-            return [(h - 1 - heights[c]) * w + c if heights[c] < h else -1 for c in range(w)]
-        return [a if a < h * w else -1 for a in range(self.game.num_actions)]
 
     def sgf(self) -> str:
         """The game so far as SGF (go, othello, gomoku)."""
@@ -218,8 +202,8 @@ class Gui:
                 if self.checkpoint:
                     raise GameError(f"this network plays {self.game.spec} only")
                 game = games.make_from_spec(spec)
-                if game.name == "nim":
-                    raise GameError("the GUI shows board games; Nim has no board")
+                if not game.has_board:
+                    raise GameError(f"the GUI shows board games; {game.name} has no board")
             if game != self.game or sims is not None:
                 self.engine = Engine(game, self.opponent_spec, checkpoint=self.checkpoint,
                                      simulations=sims if sims is not None else self.engine.simulations,

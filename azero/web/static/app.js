@@ -63,15 +63,7 @@ function draw() {
     } else if (humanTurn && legal.has(action)) {
       cell.classList.add("legal");
     }
-    const lastCell = state.last !== null ? state.action_cell[state.last] : -1;
-    if (state.game.startsWith("connect4") && state.last !== null) {
-      // the last disc sits just below the column's current landing cell
-      const landing = state.action_cell[state.last];
-      const below = landing >= 0 ? landing + state.width : (state.last);
-      if (i === below) cell.classList.add("last");
-    } else if (i === lastCell && value !== 0) {
-      cell.classList.add("last");
-    }
+    if (i === state.last_cell && value !== 0) cell.classList.add("last");
     if (heatByCell.has(i) && value === 0) {
       const heat = document.createElement("div");
       heat.className = "heat";
