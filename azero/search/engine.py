@@ -19,7 +19,7 @@ scores tie to within float32 rounding of a logarithm may be ordered differently)
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from typing import Protocol
 
 import torch
 
@@ -83,19 +83,16 @@ def simulate(
     evaluator: Evaluator,
     rule: Rule,
     num_simulations: int,
-    *,
-    progress: Callable[[int], None] | None = None,
 ) -> Tree:
     """Run `num_simulations` simulations in each of the B trees (in place); returns the tree."""
-    # Under inference mode the many small tensor operations skip autograd's bookkeeping
-    # (about a microsecond each). The tree's arrays stay normal tensors: they are only
-    # written in place here; what is created here does not outlive the call (caches
-    # that do are built with inference mode off).
+    # Inference mode spares the many small tensor operations autograd's bookkeeping. The
+    # tree's arrays stay normal tensors (only written in place here), and nothing made here
+    # outlives the call (caches that do are built with inference mode off).
     with torch.inference_mode():
-        return _simulate(tree, game, evaluator, rule, num_simulations, progress)
+        return _simulate(tree, game, evaluator, rule, num_simulations)
 
 
-def _simulate(tree, game, evaluator, rule, num_simulations, progress) -> Tree:
+def _simulate(tree, game, evaluator, rule, num_simulations) -> Tree:
     batch, capacity, actions = tree.batch_size, tree.capacity, tree.num_actions
     device = tree.visits.device
     rows = torch.arange(batch, device=device)
@@ -104,7 +101,7 @@ def _simulate(tree, game, evaluator, rule, num_simulations, progress) -> Tree:
     # each simulation adds at most one node to a tree: check fullness only when it can happen
     check_full = int(tree.next_node.max()) + num_simulations > capacity
     if kernels.supports(rule, tree):
-        return _simulate_compiled(tree, game, evaluator, rule, num_simulations, progress, check_full, needs_keys)
+        return _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full, needs_keys)
     for _ in range(num_simulations):
         if check_full and int(tree.next_node.max()) >= capacity:
             raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
@@ -141,12 +138,10 @@ def _simulate(tree, game, evaluator, rule, num_simulations, progress) -> Tree:
         value = _expand_where_needed(tree, game, evaluator, rows, node, expand_action, sim_keys)
         # -- back up -------------------------------------------------------------------------
         _backup(tree, torch.stack(path), torch.stack(edges), value)
-        if progress is not None:
-            progress(1)
     return tree
 
 
-def _simulate_compiled(tree, game, evaluator, rule, num_simulations, progress, check_full, needs_keys) -> Tree:
+def _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full, needs_keys) -> Tree:
     """The loop of `_simulate` with the descent and the backup compiled (search/kernels.py)."""
     capacity = tree.capacity
     rows = torch.arange(tree.batch_size)
@@ -158,8 +153,6 @@ def _simulate_compiled(tree, game, evaluator, rule, num_simulations, progress, c
         walker.descend(sim_keys if rule.uses_uniform else None)
         value = _expand_where_needed(tree, game, evaluator, rows, walker.last, walker.expand_action, sim_keys, walker)
         walker.backup(value)
-        if progress is not None:
-            progress(1)
     return tree
 
 
