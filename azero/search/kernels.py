@@ -1,16 +1,22 @@
-"""Compiled CPU loops (numba) for the two parts of a simulation that walk each tree: the
-descent through the tree (selection) and the backup of the leaf value along the path.
+"""Compiled CPU loops (numba) for the parts of a simulation that walk each tree: the
+descent through the tree (selection), the new nodes' bookkeeping and the backup of the
+leaf value along the path; and for the subtree kept between moves.
 
 The engine's torch form does each level of every tree's descent as a dozen operations
 over [B, A] arrays, with a Python round trip per level; on a CPU that overhead, not the
-arithmetic, bounded rollout UCT and the search around a small network. Here one call walks
-every tree from its root to the node it expands, with the same rule as azero.search.selection
-(UCB1 or PUCT, same formulas, same random draws, first maximum on ties), and one call adds
-the values along the paths. The torch form stays the reference and serves other devices and
-other rules; the tests check that both make the same searches on test positions. The
-float32 logarithm here (numba's) and torch's vectorised one differ in the last bit for
-some visit counts, so two children whose scores tie to within that may be ordered
-differently by the two forms; each form is deterministic and batch-independent on its own.
+arithmetic, is the cost. Here one call walks every tree from its root to the node it
+expands, with the same rule as azero.search.selection (UCB1 or PUCT, same formulas, same
+random draws, first maximum on ties), and one call adds the values along the paths. The
+torch form stays the reference and serves other devices and other rules; the tests check
+that both make the same searches on test positions. The float32 logarithm here (numba's)
+and torch's vectorised one differ in the last bit for some visit counts, so two children
+whose scores tie to within that may be ordered differently by the two forms; each form is
+deterministic and batch-independent on its own.
+
+The subtree is field-generic: one kernel maps the nodes, one row gather (compiled per
+dtype) copies each array of search.tree.FIELDS. These loops take the tree's conventions
+as plain numbers: node 0 is the root and a negative node index is no node (search.tree's
+ROOT, NO_PARENT, UNEXPANDED; this module sits below search.tree and does not import it).
 See games.kernels for the why, AZERO_NO_KERNELS, and a note on numba's disk cache.
 """
 
@@ -267,120 +273,111 @@ class Walker:
         )
 
 
-@njit(cache=True, nogil=True)
-def _copy_row(dst, dst_row, src, src_row):  # pragma: no cover - compiled
-    for a in range(src.shape[1]):
-        dst[dst_row, a] = src[src_row, a]
+def _numpy(array: torch.Tensor, rows: bool = False) -> np.ndarray:
+    """A numpy view of a tree array [B, N, ...] (bool as uint8): [B * N] per node and
+    [B * N, A] per edge, or [B * N, width] for both with `rows`."""
+    if array.dtype == torch.bool:
+        array = array.view(torch.uint8)
+    if rows or array.dim() > 2:
+        return array.view(array.shape[0] * array.shape[1], -1).numpy()
+    return array.view(-1).numpy()
 
 
 @njit(cache=True, nogil=True)
-def _subtree(
-    taken, capacity,
-    parent, action, mover_sign, q_sign, visits, value_sum, terminal, terminal_value,
-    legal, children, child_visits, child_value_sum, prior,
-    o_parent, o_action, o_mover_sign, o_q_sign, o_visits, o_value_sum, o_terminal, o_terminal_value,
-    o_legal, o_children, o_child_visits, o_child_value_sum, o_prior,
-    old, kept, next_node,
-):  # pragma: no cover - compiled
-    batch = taken.shape[0]
-    actions = legal.shape[1]
-    with_prior = prior.shape[0] == legal.shape[0]
-    new_id = np.empty(capacity, dtype=np.int64)
+def _subtree_nodes(taken, parent, children, old, new_id, count):  # pragma: no cover - compiled
+    batch, capacity = old.shape
     for b in range(batch):
         base = b * capacity
         root = -1
         if taken[b] >= 0:
             root = children[base, taken[b]]
         # members: the new root and every node whose parent is a member (parents come first)
-        count = 0
+        kept = 0
         for n in range(capacity):
             p = parent[base + n]
-            member = root >= 0 and (n == root or (n > root and p >= 0 and new_id[p] >= 0))
-            if member:
-                new_id[n] = count
-                old[b, count] = n
-                count += 1
+            if root >= 0 and (n == root or (n > root and p >= 0 and new_id[b, p] >= 0)):
+                new_id[b, n] = kept
+                old[b, kept] = n
+                kept += 1
             else:
-                new_id[n] = -1
-        kept[b] = count > 0
-        next_node[b] = count if count > 0 else 1
-        spare = count
+                new_id[b, n] = -1
+        count[b] = kept
+        spare = kept
         for n in range(capacity):  # the other slots take the other nodes (any valid position)
-            if new_id[n] < 0:
+            if new_id[b, n] < 0:
                 old[b, spare] = n
                 spare += 1
-        for j in range(capacity):
-            dst = base + j
-            if j < count:
-                src = base + old[b, j]
-                p = parent[src]
-                o_parent[dst] = new_id[p] if j > 0 else -1
-                o_action[dst] = action[src] if j > 0 else -1
-                o_mover_sign[dst] = mover_sign[src]
-                o_q_sign[dst] = q_sign[src]
-                o_visits[dst] = visits[src]
-                o_value_sum[dst] = value_sum[src]
-                o_terminal[dst] = terminal[src]
-                o_terminal_value[dst] = terminal_value[src]
-                _copy_row(o_legal, dst, legal, src)
-                _copy_row(o_child_visits, dst, child_visits, src)
-                _copy_row(o_child_value_sum, dst, child_value_sum, src)
-                if with_prior:
-                    _copy_row(o_prior, dst, prior, src)
-                for a in range(actions):
-                    c = children[src, a]
-                    o_children[dst, a] = new_id[c] if c >= 0 else -1
-            else:
-                o_parent[dst] = -1
-                o_action[dst] = -1
-                o_mover_sign[dst] = 0.0
-                o_q_sign[dst] = 0.0
-                o_visits[dst] = 0.0
-                o_value_sum[dst] = 0.0
-                o_terminal[dst] = 0
-                o_terminal_value[dst] = 0.0
-                for a in range(actions):
-                    o_legal[dst, a] = 0
-                    o_children[dst, a] = -1
-                    o_child_visits[dst, a] = 0.0
-                    o_child_value_sum[dst, a] = 0.0
-                    if with_prior:
-                        o_prior[dst, a] = 0.0
 
 
-def subtree(tree, actions: torch.Tensor):
-    """The compiled form of search.tree.subtree (CPU tensors): the same (Tree, kept)."""
-    from .tree import Tree
+@njit(cache=True, nogil=True)
+def _gather_values(src, dst, old, count, empty):  # pragma: no cover - compiled; one per dtype
+    batch, capacity = old.shape
+    for b in range(batch):
+        base = b * capacity
+        for j in range(count[b]):
+            dst[base + j] = src[base + old[b, j]]
+        for j in range(count[b], capacity):
+            dst[base + j] = empty
 
-    batch, capacity, num_actions = tree.batch_size, tree.capacity, tree.num_actions
-    out = {name: torch.empty_like(getattr(tree, name)) for name in (
-        "parent", "action", "mover_sign", "q_sign", "visits", "value_sum", "terminal", "terminal_value",
-        "legal", "children", "child_visits", "child_value_sum")}
-    out["prior"] = None if tree.prior is None else torch.empty_like(tree.prior)
+
+@njit(cache=True, nogil=True)
+def _gather_rows(src, dst, old, count, empty):  # pragma: no cover - compiled; one per dtype
+    batch, capacity = old.shape
+    width = src.shape[1]
+    for b in range(batch):
+        base = b * capacity
+        for j in range(count[b]):
+            s = base + old[b, j]
+            for a in range(width):
+                dst[base + j, a] = src[s, a]
+        for j in range(count[b], capacity):
+            for a in range(width):
+                dst[base + j, a] = empty
+
+
+@njit(cache=True, nogil=True)
+def _gather_node_ids(src, dst, old, count, new_id, empty):  # pragma: no cover - compiled
+    batch, capacity = old.shape
+    width = src.shape[1]
+    renumber = np.empty(capacity + 1, dtype=dst.dtype)  # node n -> renumber[n + 1]; no node -> empty
+    for b in range(batch):
+        base = b * capacity
+        renumber[0] = empty
+        for n in range(capacity):
+            renumber[n + 1] = new_id[b, n] if new_id[b, n] >= 0 else empty
+        for j in range(count[b]):
+            s = base + old[b, j]
+            for a in range(width):
+                dst[base + j, a] = renumber[max(src[s, a], -1) + 1]
+        for j in range(count[b], capacity):
+            for a in range(width):
+                dst[base + j, a] = empty
+
+
+def subtree_nodes(children: torch.Tensor, parent: torch.Tensor, actions: torch.Tensor):
+    """The compiled form of search.tree._subtree_nodes: (old, new_id, count) for the subtrees
+    under `actions` (long [B]); children int32 [B, N, A], parent long [B, N]."""
+    batch, capacity = parent.shape
     old = torch.empty((batch, capacity), dtype=torch.long)
-    kept = torch.empty(batch, dtype=torch.bool)
-    next_node = torch.empty(batch, dtype=torch.long)
+    new_id = torch.empty((batch, capacity), dtype=torch.long)
+    count = torch.empty(batch, dtype=torch.long)
+    taken = actions.contiguous().numpy()
+    _subtree_nodes(taken, _numpy(parent), _numpy(children), old.numpy(), new_id.numpy(), count.numpy())
+    return old, new_id, count
 
-    def flat(t, rows=False):
-        if t is None:
-            return np.zeros((0, num_actions), dtype=np.float32)
-        if t.dtype == torch.bool:
-            t = t.view(torch.uint8)
-        return t.reshape(-1, num_actions).numpy() if rows else t.reshape(-1).numpy()
 
-    names1 = ("parent", "action", "mover_sign", "q_sign", "visits", "value_sum", "terminal", "terminal_value")
-    names2 = ("legal", "children", "child_visits", "child_value_sum", "prior")
-    _subtree(
-        actions.contiguous().numpy(),
-        capacity,
-        *(flat(getattr(tree, n)) for n in names1),
-        *(flat(getattr(tree, n), rows=True) for n in names2),
-        *(flat(out[n]) for n in names1),
-        *(flat(out[n], rows=True) for n in names2),
-        old.numpy(),
-        kept.view(torch.uint8).numpy(),
-        next_node.numpy(),
-    )
-    flat_old = (torch.arange(batch).unsqueeze(1) * capacity + old).view(-1)
-    new = Tree(states=tree.states.take(flat_old), next_node=next_node, keys=tree.keys.clone(), **out)
-    return new, kept
+def gather_nodes(array: torch.Tensor, old: torch.Tensor, count: torch.Tensor, empty, new_id=None) -> torch.Tensor:
+    """The compiled form of search.tree._gather_nodes: array [B, N, ...] with node j of tree b
+    taken from node old[b, j] where j < count[b], `empty` after; node indices renumbered by
+    new_id (long [B, N], -1 for nodes left behind) if given."""
+    out = torch.empty_like(array)
+    rows = new_id is not None or array.dim() > 2
+    src, dst = _numpy(array, rows), _numpy(out, rows)
+    empty = dst.dtype.type(empty)
+    if new_id is not None:
+        _gather_node_ids(src, dst, old.numpy(), count.numpy(), new_id.numpy(), empty)
+    elif rows:
+        _gather_rows(src, dst, old.numpy(), count.numpy(), empty)
+    else:
+        _gather_values(src, dst, old.numpy(), count.numpy(), empty)
+    return out
