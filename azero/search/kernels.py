@@ -25,8 +25,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from games import NO_ACTION
 from games import kernels as _games_kernels
 from games.kernels import hash_one, njit, nth_of
+
+from .selection import PUCT, UCB1
 
 UCB1_KIND, PUCT_KIND = 1, 2
 
@@ -58,10 +61,10 @@ def _descend(
     scores = np.empty(actions, dtype=np.float32)
     for b in range(batch):
         base = b * capacity
-        node = 0
-        path[b, 0] = 0
+        node = 0  # the root
+        path[b, 0] = node
         depth = 0
-        expand_action[b] = -1
+        expand_action[b] = NO_ACTION
         while True:
             flat = base + node
             n_parent = max(visits[flat], np.float32(1.0))
@@ -162,19 +165,33 @@ def supports_tree(tree) -> bool:
 
 def supports(rule, tree) -> bool:
     """Whether the compiled descent can run this rule on this tree."""
-    from .selection import PUCT, UCB1
-
     if isinstance(rule, PUCT) and tree.prior is None:  # (the torch form reports the misuse)
         return False
     return type(rule) in (UCB1, PUCT) and supports_tree(tree)
+
+
+def _numpy(array: torch.Tensor, rows: bool = False) -> np.ndarray:
+    """A numpy view of a tree array [B, N, ...] (bool as uint8): [B * N] per node and
+    [B * N, A] per edge, or [B * N, width] for both with `rows`."""
+    if array.dtype == torch.bool:
+        array = array.view(torch.uint8)
+    if rows or array.dim() > 2:
+        return array.view(array.shape[0] * array.shape[1], -1).numpy()
+    return array.view(-1).numpy()
+
+
+# the tree arrays each compiled step takes, in the order of its parameters
+_DESCEND = (
+    "children", "child_visits", "child_value_sum", "legal", "prior", "visits", "value_sum", "q_sign", "terminal",
+)
+_RECORD = ("mover_sign", "q_sign", "parent", "action", "legal", "terminal", "terminal_value", "children")
+_BACKUP = ("mover_sign", "visits", "value_sum", "child_visits", "child_value_sum")
 
 
 class Walker:
     """Buffers for one `simulate` call: path (long [B, N + 1]), edges, lengths."""
 
     def __init__(self, tree, rule):
-        from .selection import UCB1
-
         batch, capacity, actions = tree.batch_size, tree.capacity, tree.num_actions
         self.tree, self.capacity = tree, capacity
         self.path = torch.empty((batch, capacity + 1), dtype=torch.long)
@@ -186,42 +203,13 @@ class Walker:
             self.kind, self.params = UCB1_KIND, (float(rule.c), 0.0, 1.0, 0.0)
         else:
             self.kind, self.params = PUCT_KIND, (0.0, float(rule.c_init), float(rule.c_base), float(rule.fpu_reduction))
-        t = tree
-        def flat2(x):
-            return x.view(-1, actions).numpy()
-
-        def flat1(x):
-            return x.view(-1).numpy()
-
-        self.arrays = (
-            flat2(t.children),
-            flat2(t.child_visits),
-            flat2(t.child_value_sum),
-            t.legal.view(-1, actions).view(torch.uint8).numpy(),
-            flat2(t.prior) if t.prior is not None else np.zeros((1, actions), dtype=np.float32),
-            flat1(t.visits),
-            flat1(t.value_sum),
-            flat1(t.q_sign),
-            t.terminal.view(-1).view(torch.uint8).numpy(),
-        )
-        self.record_arrays = (
-            flat1(t.mover_sign),
-            flat1(t.q_sign),
-            flat1(t.parent),
-            flat1(t.action),
-            t.legal.view(-1, actions).view(torch.uint8).numpy(),
-            t.terminal.view(-1).view(torch.uint8).numpy(),
-            flat1(t.terminal_value),
-            flat2(t.children),
-            t.next_node.numpy(),
-        )
-        self.backup_arrays = (
-            flat1(t.mover_sign),
-            flat1(t.visits),
-            flat1(t.value_sum),
-            t.child_visits.view(-1).numpy(),
-            t.child_value_sum.view(-1).numpy(),
-        )
+        arrays = {name: _numpy(getattr(tree, name)) for name in {*_DESCEND, *_RECORD, *_BACKUP} - {"prior"}}
+        # a tree without priors (UCB1): PUCT's argument is there but never read
+        arrays["prior"] = np.zeros((1, actions), np.float32) if tree.prior is None else _numpy(tree.prior)
+        self.arrays = tuple(arrays[name] for name in _DESCEND)
+        self.record_arrays = (*(arrays[name] for name in _RECORD), tree.next_node.numpy())
+        # the backup takes edges as flat indices into [B * N * A]
+        self.backup_arrays = tuple(arrays[name].reshape(-1) for name in _BACKUP)
 
     def descend(self, keys: torch.Tensor | None) -> None:
         """Walk every tree from its root; fills path, edges, length, expand_action, last."""
@@ -271,16 +259,6 @@ class Walker:
             *self.backup_arrays,
             self.capacity,
         )
-
-
-def _numpy(array: torch.Tensor, rows: bool = False) -> np.ndarray:
-    """A numpy view of a tree array [B, N, ...] (bool as uint8): [B * N] per node and
-    [B * N, A] per edge, or [B * N, width] for both with `rows`."""
-    if array.dtype == torch.bool:
-        array = array.view(torch.uint8)
-    if rows or array.dim() > 2:
-        return array.view(array.shape[0] * array.shape[1], -1).numpy()
-    return array.view(-1).numpy()
 
 
 @njit(cache=True, nogil=True)
