@@ -9,7 +9,9 @@ import torch
 import games
 from azero.search import UCB1, RolloutEvaluator, simulate
 from azero.search import tree as tree_module
-from azero.search.tree import FIELDS, NO_PARENT, ROOT, UNEXPANDED, grow, new_tree, per_edge, per_node, replace_rows, subtree
+from azero.search.tree import (
+    FIELDS, NO_PARENT, ROOT, UNEXPANDED, grow, new_tree, per_edge, per_node, replace_rows, subtree,
+)
 from games import NO_ACTION
 from games import kernels as game_kernels
 from games.random import make_keys
@@ -20,6 +22,7 @@ EMPTY = 7
 EXTRA = (
     per_node("node_tag", torch.int16, EMPTY, "the node's own id, written by the test"),
     per_edge("edge_tag", torch.float64, -EMPTY, "the node's id times 100 plus the action, written by the test"),
+    per_node("grandparent", torch.int16, -5, "the parent's parent, written by the test", node_ids=True),
 )
 
 
@@ -39,13 +42,16 @@ def searched(batch=3, capacity=40, simulations=30, seed=0):
 
 
 def tag(tree):
-    """node_tag[b, n] = n and edge_tag[b, n, a] = 100 n + a on the nodes in use."""
+    """node_tag[b, n] = n, edge_tag[b, n, a] = 100 n + a and the grandparent on the nodes in use."""
     nodes, actions = tree.capacity, tree.num_actions
     used = torch.arange(nodes).unsqueeze(0) < tree.next_node.unsqueeze(1)
     node_ids = torch.arange(nodes).expand_as(used)
     tree.node_tag.copy_(torch.where(used, node_ids, EMPTY))
     edge_ids = node_ids.unsqueeze(2) * 100.0 + torch.arange(actions).double()
     tree.edge_tag.copy_(torch.where(used.unsqueeze(2), edge_ids, -EMPTY))
+    parent = tree.parent.clamp(min=0)
+    grandparent = torch.where(tree.parent >= 0, tree.parent.gather(1, parent), NO_PARENT)
+    tree.grandparent.copy_(torch.where(grandparent >= 0, grandparent, -5))
 
 
 def descendants(tree, b, node):
@@ -117,6 +123,15 @@ def test_the_fields_follow_their_node_into_the_kept_subtree(wide_tree, monkeypat
         assert int(kept_tree.parent[b, ROOT]) == NO_PARENT and int(kept_tree.action[b, ROOT]) == NO_ACTION
         for j in range(1, count):
             assert int(kept_tree.node_tag[b, kept_tree.parent[b, j]]) == int(tree.parent[b, old_ids[j]])
+        # a node-id field of the test's own: renumbered, or its empty value where the node was left behind
+        for j in range(count):
+            old_grandparent = int(tree.grandparent[b, old_ids[j]])
+            new_grandparent = int(kept_tree.grandparent[b, j])
+            if old_grandparent in old_ids.tolist():
+                assert int(kept_tree.node_tag[b, new_grandparent]) == old_grandparent
+            else:
+                assert new_grandparent == -5
+        assert bool((kept_tree.grandparent[b, :2] == -5).all())  # the new root's and its children's are gone
         for j in range(count):
             for a in range(GAME.num_actions):
                 c = int(kept_tree.children[b, j, a])

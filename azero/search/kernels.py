@@ -13,10 +13,11 @@ and torch's vectorised one differ in the last bit for some visit counts, so two 
 whose scores tie to within that may be ordered differently by the two forms; each form is
 deterministic and batch-independent on its own.
 
-The subtree is field-generic: one kernel maps the nodes, one row gather (compiled per
-dtype) copies each array of search.tree.FIELDS. These loops take the tree's conventions
-as plain numbers: node 0 is the root and a negative node index is no node (search.tree's
-ROOT, NO_PARENT, UNEXPANDED; this module sits below search.tree and does not import it).
+The subtree is field-generic: one kernel maps the nodes, and gathers compiled per dtype
+copy the arrays of search.tree.FIELDS (those of one dtype and rank in one pass). These
+loops take the tree's conventions as plain numbers: node 0 is the root and a negative
+node index is no node (search.tree's ROOT, NO_PARENT, UNEXPANDED; this module sits below
+search.tree and does not import it).
 See games.kernels for the why, AZERO_NO_KERNELS, and a note on numba's disk cache.
 """
 
@@ -170,14 +171,17 @@ def supports(rule, tree) -> bool:
     return type(rule) in (UCB1, PUCT) and supports_tree(tree)
 
 
-def _numpy(array: torch.Tensor, rows: bool = False) -> np.ndarray:
-    """A numpy view of a tree array [B, N, ...] (bool as uint8): [B * N] per node and
-    [B * N, A] per edge, or [B * N, width] for both with `rows`."""
+def _numpy(array: torch.Tensor) -> np.ndarray:
+    """A numpy view of a tree array (bool as uint8): [B * N] per node, [B * N, A] per edge."""
     if array.dtype == torch.bool:
         array = array.view(torch.uint8)
-    if rows or array.dim() > 2:
-        return array.view(array.shape[0] * array.shape[1], -1).numpy()
-    return array.view(-1).numpy()
+    return array.view(-1, array.shape[2]).numpy() if array.dim() > 2 else array.view(-1).numpy()
+
+
+def _rows(array: torch.Tensor) -> np.ndarray:
+    """A numpy view of a tree array [B, N, ...] as one row per node, [B * N, width] (bool as uint8)."""
+    array = array.view(torch.uint8) if array.dtype == torch.bool else array
+    return array.view(array.shape[0] * array.shape[1], -1).numpy()
 
 
 # the tree arrays each compiled step takes, in the order of its parameters
@@ -262,8 +266,9 @@ class Walker:
 
 
 @njit(cache=True, nogil=True)
-def _subtree_nodes(taken, parent, children, old, new_id, count):  # pragma: no cover - compiled
+def _subtree_nodes(taken, parent, children, old, count):  # pragma: no cover - compiled
     batch, capacity = old.shape
+    new_id = np.empty(capacity, dtype=np.int64)
     for b in range(batch):
         base = b * capacity
         root = -1
@@ -273,89 +278,110 @@ def _subtree_nodes(taken, parent, children, old, new_id, count):  # pragma: no c
         kept = 0
         for n in range(capacity):
             p = parent[base + n]
-            if root >= 0 and (n == root or (n > root and p >= 0 and new_id[b, p] >= 0)):
-                new_id[b, n] = kept
+            if root >= 0 and (n == root or (n > root and p >= 0 and new_id[p] >= 0)):
+                new_id[n] = kept
                 old[b, kept] = n
                 kept += 1
             else:
-                new_id[b, n] = -1
+                new_id[n] = -1
         count[b] = kept
         spare = kept
         for n in range(capacity):  # the other slots take the other nodes (any valid position)
-            if new_id[b, n] < 0:
+            if new_id[n] < 0:
                 old[b, spare] = n
                 spare += 1
 
 
-@njit(cache=True, nogil=True)
-def _gather_values(src, dst, old, count, empty):  # pragma: no cover - compiled; one per dtype
-    batch, capacity = old.shape
-    for b in range(batch):
-        base = b * capacity
-        for j in range(count[b]):
-            dst[base + j] = src[base + old[b, j]]
-        for j in range(count[b], capacity):
-            dst[base + j] = empty
+# The gathers below take a group of arrays of one type (a tuple: one compiled form per dtype,
+# rank and group size) and move each node's entries of all of them in one pass, which is
+# faster than a pass per array.
 
 
 @njit(cache=True, nogil=True)
-def _gather_rows(src, dst, old, count, empty):  # pragma: no cover - compiled; one per dtype
+def _gather_values(sources, targets, empties, old, count):  # pragma: no cover - compiled
     batch, capacity = old.shape
-    width = src.shape[1]
     for b in range(batch):
         base = b * capacity
         for j in range(count[b]):
             s = base + old[b, j]
-            for a in range(width):
-                dst[base + j, a] = src[s, a]
+            for i in range(len(sources)):
+                targets[i][base + j] = sources[i][s]
         for j in range(count[b], capacity):
-            for a in range(width):
-                dst[base + j, a] = empty
+            for i in range(len(sources)):
+                targets[i][base + j] = empties[i]
 
 
 @njit(cache=True, nogil=True)
-def _gather_node_ids(src, dst, old, count, new_id, empty):  # pragma: no cover - compiled
+def _gather_rows(sources, targets, empties, old, count):  # pragma: no cover - compiled
     batch, capacity = old.shape
-    width = src.shape[1]
-    renumber = np.empty(capacity + 1, dtype=dst.dtype)  # node n -> renumber[n + 1]; no node -> empty
     for b in range(batch):
         base = b * capacity
-        renumber[0] = empty
-        for n in range(capacity):
-            renumber[n + 1] = new_id[b, n] if new_id[b, n] >= 0 else empty
         for j in range(count[b]):
             s = base + old[b, j]
-            for a in range(width):
-                dst[base + j, a] = renumber[max(src[s, a], -1) + 1]
+            for i in range(len(sources)):
+                source, target = sources[i], targets[i]
+                for a in range(source.shape[1]):
+                    target[base + j, a] = source[s, a]
         for j in range(count[b], capacity):
-            for a in range(width):
-                dst[base + j, a] = empty
+            for i in range(len(sources)):
+                target, empty = targets[i], empties[i]
+                for a in range(target.shape[1]):
+                    target[base + j, a] = empty
+
+
+@njit(cache=True, nogil=True)
+def _gather_node_ids(sources, targets, empties, old, count):  # pragma: no cover - compiled
+    batch, capacity = old.shape
+    new_id = np.empty(capacity, dtype=np.int64)
+    for b in range(batch):
+        base = b * capacity
+        new_id[:] = -1
+        for j in range(count[b]):
+            new_id[old[b, j]] = j
+        for j in range(count[b]):
+            s = base + old[b, j]
+            for i in range(len(sources)):
+                source, target, empty = sources[i], targets[i], empties[i]
+                for a in range(source.shape[1]):
+                    n = source[s, a]
+                    renumbered = new_id[n] if n >= 0 else -1
+                    target[base + j, a] = renumbered if renumbered >= 0 else empty
+        for j in range(count[b], capacity):
+            for i in range(len(sources)):
+                target, empty = targets[i], empties[i]
+                for a in range(target.shape[1]):
+                    target[base + j, a] = empty
 
 
 def subtree_nodes(children: torch.Tensor, parent: torch.Tensor, actions: torch.Tensor):
-    """The compiled form of search.tree._subtree_nodes: (old, new_id, count) for the subtrees
-    under `actions` (long [B]); children int32 [B, N, A], parent long [B, N]."""
+    """The compiled form of search.tree._subtree_nodes: (old long [B, N], count long [B]) for
+    the subtrees under `actions` (long [B]); children [B, N, A], parent [B, N]."""
     batch, capacity = parent.shape
     old = torch.empty((batch, capacity), dtype=torch.long)
-    new_id = torch.empty((batch, capacity), dtype=torch.long)
     count = torch.empty(batch, dtype=torch.long)
-    taken = actions.contiguous().numpy()
-    _subtree_nodes(taken, _numpy(parent), _numpy(children), old.numpy(), new_id.numpy(), count.numpy())
-    return old, new_id, count
+    _subtree_nodes(actions.contiguous().numpy(), _numpy(parent), _numpy(children), old.numpy(), count.numpy())
+    return old, count
 
 
-def gather_nodes(array: torch.Tensor, old: torch.Tensor, count: torch.Tensor, empty, new_id=None) -> torch.Tensor:
-    """The compiled form of search.tree._gather_nodes: array [B, N, ...] with node j of tree b
-    taken from node old[b, j] where j < count[b], `empty` after; node indices renumbered by
-    new_id (long [B, N], -1 for nodes left behind) if given."""
-    out = torch.empty_like(array)
-    rows = new_id is not None or array.dim() > 2
-    src, dst = _numpy(array, rows), _numpy(out, rows)
-    empty = dst.dtype.type(empty)
-    if new_id is not None:
-        _gather_node_ids(src, dst, old.numpy(), count.numpy(), new_id.numpy(), empty)
-    elif rows:
-        _gather_rows(src, dst, old.numpy(), count.numpy(), empty)
-    else:
-        _gather_values(src, dst, old.numpy(), count.numpy(), empty)
-    return out
+def gather_nodes(fields, old: torch.Tensor, count: torch.Tensor) -> list[torch.Tensor]:
+    """The compiled form of search.tree._gather_nodes: each array of `fields`, a list of
+    (array [B, N, ...], empty, node_ids), with node j of tree b taken from node old[b, j]
+    where j < count[b] and `empty` after; with node_ids the values are node indices,
+    renumbered to the new slots (`empty` for nodes left behind). Arrays of one dtype and
+    rank move together, in one pass."""
+    outs = [torch.empty_like(array) for array, _, _ in fields]
+    groups = {}
+    for i, (array, _, ids) in enumerate(fields):
+        groups.setdefault((array.dtype, array.dim(), ids), []).append(i)
+    for (_, rank, ids), members in groups.items():
+        view = _rows if ids else _numpy  # node ids as rows [B * N, width]: one kernel for both ranks
+        targets = tuple(view(outs[i]) for i in members)
+        kernel = _gather_node_ids if ids else _gather_rows if rank > 2 else _gather_values
+        kernel(
+            tuple(view(fields[i][0]) for i in members),
+            targets,
+            np.array([fields[i][1] for i in members], dtype=targets[0].dtype),
+            old.numpy(),
+            count.numpy(),
+        )
+    return outs

@@ -231,19 +231,18 @@ def subtree(tree: Tree, actions: torch.Tensor) -> tuple[Tree, torch.Tensor]:
     `replace_rows`. The kept child becomes node ROOT with its visits, values and priors; its
     descendants keep their order (so parents still come before children).
     """
-    compiled = kernels.supports_tree(tree)
-    gather = kernels.gather_nodes if compiled else _gather_nodes
-    if compiled:
-        old, new_id, count = kernels.subtree_nodes(tree.children, tree.parent, actions)
+    if kernels.supports_tree(tree):
+        old, count = kernels.subtree_nodes(tree.children, tree.parent, actions)
+        gather = kernels.gather_nodes
     else:
-        old, new_id, count = _subtree_nodes(tree, actions)
-    arrays = {}
-    for f in type(tree).FIELDS:
-        array = getattr(tree, f.name)
-        if array is not None:
-            array = gather(array, old, count, f.empty, new_id if f.node_ids else None)
-            if f.from_parent:
-                array[:, ROOT] = f.empty
+        old, count = _subtree_nodes(tree, actions)
+        gather = _gather_nodes
+    fields = [f for f in type(tree).FIELDS if getattr(tree, f.name) is not None]
+    gathered = gather([(getattr(tree, f.name), f.empty, f.node_ids) for f in fields], old, count)
+    arrays = {f.name: None for f in type(tree).FIELDS}
+    for f, array in zip(fields, gathered):
+        if f.from_parent:
+            array[:, ROOT] = f.empty
         arrays[f.name] = array
     batch, nodes = old.shape
     kept = count > 0
@@ -257,12 +256,12 @@ def subtree(tree: Tree, actions: torch.Tensor) -> tuple[Tree, torch.Tensor]:
     return new, kept
 
 
-def _subtree_nodes(tree: Tree, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Where each node of the subtrees under `actions` (long [B]) goes (torch form).
+def _subtree_nodes(tree: Tree, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Where the nodes of the subtrees under `actions` (long [B]) go (torch form).
 
-    Returns old long [B, N] (the old node of each new slot: the kept nodes in their order,
-    then the others), new_id long [B, N] (the new index of each old node, -1 if left behind)
-    and count long [B] (nodes kept; 0 where the action is NO_ACTION or its child unexpanded).
+    Returns old long [B, N], the old node of each new slot (the kept nodes in their order,
+    then the others), and count long [B], the nodes kept (0 where the action is NO_ACTION
+    or its child unexpanded).
     """
     batch, nodes = tree.batch_size, tree.capacity
     device = tree.parent.device
@@ -278,22 +277,29 @@ def _subtree_nodes(tree: Tree, actions: torch.Tensor) -> tuple[torch.Tensor, tor
         member = member | (valid & member.gather(1, jump.clamp(min=0)))
         jump = torch.where(valid, jump.gather(1, jump.clamp(min=0)), jump)
     member &= kept.unsqueeze(1)
-    new_id = torch.where(member, member.long().cumsum(dim=1) - 1, -1)
     old = torch.where(member, index, index + nodes).argsort(dim=1)
-    return old, new_id, member.sum(dim=1)
+    return old, member.sum(dim=1)
 
 
-def _gather_nodes(array: torch.Tensor, old: torch.Tensor, count: torch.Tensor, empty, new_id=None) -> torch.Tensor:
-    """array [B, N, ...] reordered along nodes, out[b, j] = array[b, old[b, j]] for j < count[b]
-    and `empty` after; with new_id, the values are node indices renumbered by it (torch form)."""
+def _gather_nodes(fields, old: torch.Tensor, count: torch.Tensor) -> list[torch.Tensor]:
+    """Each array of `fields`, a list of (array [B, N, ...], empty, node_ids), reordered along
+    nodes: out[b, j] = array[b, old[b, j]] for j < count[b], `empty` after; with node_ids the
+    values are node indices, renumbered to the new slots (`empty` for nodes left behind).
+    The torch form of kernels.gather_nodes."""
     batch, nodes = old.shape
-    trailing = [1] * (array.dim() - 2)
-    out = array.gather(1, old.view(batch, nodes, *trailing).expand(-1, -1, *array.shape[2:]))
-    if new_id is not None:
-        renumbered = new_id.gather(1, out.long().clamp(min=0).view(batch, -1)).view_as(out)
-        out = torch.where((out >= 0) & (renumbered >= 0), renumbered, empty).to(array.dtype)
-    used = (torch.arange(nodes, device=old.device) < count.unsqueeze(1)).view(batch, nodes, *trailing)
-    return torch.where(used, out, torch.as_tensor(empty, dtype=array.dtype, device=array.device))
+    slot = torch.arange(nodes, device=old.device).expand(batch, nodes)
+    used = slot < count.unsqueeze(1)
+    new_id = torch.empty_like(old).scatter_(1, old, torch.where(used, slot, -1))  # -1: left behind
+    outs = []
+    for array, empty, ids in fields:
+        trailing = [1] * (array.dim() - 2)
+        out = array.gather(1, old.view(batch, nodes, *trailing).expand(-1, -1, *array.shape[2:]))
+        if ids:
+            renumbered = new_id.gather(1, out.long().clamp(min=0).view(batch, -1)).view_as(out)
+            out = torch.where((out >= 0) & (renumbered >= 0), renumbered, empty).to(array.dtype)
+        empty = torch.as_tensor(empty, dtype=array.dtype, device=array.device)
+        outs.append(torch.where(used.view(batch, nodes, *trailing), out, empty))
+    return outs
 
 
 def replace_rows(tree: Tree, rows: torch.Tensor, other: Tree) -> Tree:
