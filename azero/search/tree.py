@@ -59,10 +59,12 @@ class TreeField:
 
 
 def per_node(name: str, dtype: torch.dtype, empty, doc: str, **flags) -> TreeField:
+    """A [B, N] array: one entry per node."""
     return TreeField(name, dtype, empty, False, doc, **flags)
 
 
 def per_edge(name: str, dtype: torch.dtype, empty, doc: str, **flags) -> TreeField:
+    """A [B, N, A] array: one entry per node and action."""
     return TreeField(name, dtype, empty, True, doc, **flags)
 
 
@@ -135,8 +137,7 @@ def tree_type(fields: tuple[TreeField, ...]) -> type:
     """The Tree dataclass of a field table: `states`, one tensor per field, `next_node`, `keys`."""
     lines = [f"  {'states':<16} State [B * N]  the position at each node (flat: tree b, node n -> b * N + n)"]
     for f in fields:
-        dtype = str(f.dtype).removeprefix("torch.")
-        shape = "[B, N, A]" if f.per_edge else "[B, N]"
+        dtype, shape = str(f.dtype).removeprefix("torch."), "[B, N, A]" if f.per_edge else "[B, N]"
         lines.append(f"  {f.name:<16} {dtype} {shape}  {f.doc}; unused: {f.empty}"
                      + (" (None in trees without priors)" if f.with_prior else ""))
     lines.append(f"  {'next_node':<16} int64 [B]  index of the next free node")
