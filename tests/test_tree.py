@@ -10,7 +10,16 @@ import games
 from azero.search import UCB1, RolloutEvaluator, simulate
 from azero.search import tree as tree_module
 from azero.search.tree import (
-    FIELDS, NO_PARENT, ROOT, UNEXPANDED, grow, new_tree, per_edge, per_node, replace_rows, subtree,
+    FIELDS,
+    NO_PARENT,
+    ROOT,
+    UNEXPANDED,
+    grow,
+    new_tree,
+    per_edge,
+    per_node,
+    replace_rows,
+    subtree,
 )
 from games import NO_ACTION
 from games import kernels as game_kernels
