@@ -19,17 +19,19 @@ scores tie to within float32 rounding of a logarithm may be ordered differently)
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from typing import Protocol
 
 import torch
 
-from games import Game, State
+from games import NO_ACTION, Game, State
 from games.base import player_signs
 from games.random import step_keys, uniform_draw
 
 from . import kernels
 from .selection import NodeView
-from .tree import Tree
+from .tree import ROOT, Tree
+
+_PAST_END = -1  # path entries below a path's last node
 
 
 class Evaluator(Protocol):
@@ -83,19 +85,16 @@ def simulate(
     evaluator: Evaluator,
     rule: Rule,
     num_simulations: int,
-    *,
-    progress: Callable[[int], None] | None = None,
 ) -> Tree:
     """Run `num_simulations` simulations in each of the B trees (in place); returns the tree."""
-    # Under inference mode the many small tensor operations skip autograd's bookkeeping
-    # (about a microsecond each). The tree's arrays stay normal tensors: they are only
-    # written in place here; what is created here does not outlive the call (caches
-    # that do are built with inference mode off).
+    # Inference mode spares the many small tensor operations autograd's bookkeeping. The
+    # tree's arrays stay normal tensors (only written in place here), and nothing made here
+    # outlives the call (caches that do are built with inference mode off).
     with torch.inference_mode():
-        return _simulate(tree, game, evaluator, rule, num_simulations, progress)
+        return _simulate(tree, game, evaluator, rule, num_simulations)
 
 
-def _simulate(tree, game, evaluator, rule, num_simulations, progress) -> Tree:
+def _simulate(tree, game, evaluator, rule, num_simulations) -> Tree:
     batch, capacity, actions = tree.batch_size, tree.capacity, tree.num_actions
     device = tree.visits.device
     rows = torch.arange(batch, device=device)
@@ -104,20 +103,20 @@ def _simulate(tree, game, evaluator, rule, num_simulations, progress) -> Tree:
     # each simulation adds at most one node to a tree: check fullness only when it can happen
     check_full = int(tree.next_node.max()) + num_simulations > capacity
     if kernels.supports(rule, tree):
-        return _simulate_compiled(tree, game, evaluator, rule, num_simulations, progress, check_full, needs_keys)
+        return _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full, needs_keys)
     for _ in range(num_simulations):
         if check_full and int(tree.next_node.max()) >= capacity:
             raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
         # keys from each tree's own simulation counter, for rules and evaluators that draw random numbers
-        sim_keys = step_keys(tree.keys, tree.visits[:, 0].long()) if needs_keys else None
+        sim_keys = step_keys(tree.keys, tree.visits[:, ROOT].long()) if needs_keys else None
         # -- select ------------------------------------------------------------------------
-        # path[d]: the node at depth d of each tree's path, -1 past its end; the node a tree
-        # expands (next_node, known in advance) sits at its depth. edges[d]: the edge from
-        # path[d] to path[d + 1], as a flat index into the [B, N, A] arrays.
-        node = torch.zeros(batch, dtype=torch.long, device=device)
+        # path[d]: the node at depth d of each tree's path, _PAST_END past its end; the node
+        # a tree expands (next_node, known in advance) sits at its depth. edges[d]: the edge
+        # from path[d] to path[d + 1], as a flat index into the [B, N, A] arrays.
+        node = torch.full((batch,), ROOT, dtype=torch.long, device=device)
         path, edges = [node], []
         active = torch.ones(batch, dtype=torch.bool, device=device)
-        expand_action = torch.full((batch,), -1, dtype=torch.long, device=device)
+        expand_action = torch.full((batch,), NO_ACTION, dtype=torch.long, device=device)
         new_node = tree.next_node.clone()
         depth = 0
         while True:
@@ -131,7 +130,7 @@ def _simulate(tree, game, evaluator, rule, num_simulations, progress) -> Tree:
             expand_here = open_node & (child < 0)
             expand_action = torch.where(expand_here, action, expand_action)
             edges.append(edge)
-            path.append(torch.where(go, child, torch.where(expand_here, new_node, -1)))
+            path.append(torch.where(go, child, torch.where(expand_here, new_node, _PAST_END)))
             if not bool(go.any()):
                 break
             node = torch.where(go, child, node)
@@ -141,12 +140,10 @@ def _simulate(tree, game, evaluator, rule, num_simulations, progress) -> Tree:
         value = _expand_where_needed(tree, game, evaluator, rows, node, expand_action, sim_keys)
         # -- back up -------------------------------------------------------------------------
         _backup(tree, torch.stack(path), torch.stack(edges), value)
-        if progress is not None:
-            progress(1)
     return tree
 
 
-def _simulate_compiled(tree, game, evaluator, rule, num_simulations, progress, check_full, needs_keys) -> Tree:
+def _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full, needs_keys) -> Tree:
     """The loop of `_simulate` with the descent and the backup compiled (search/kernels.py)."""
     capacity = tree.capacity
     rows = torch.arange(tree.batch_size)
@@ -154,18 +151,16 @@ def _simulate_compiled(tree, game, evaluator, rule, num_simulations, progress, c
     for _ in range(num_simulations):
         if check_full and int(tree.next_node.max()) >= capacity:
             raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
-        sim_keys = step_keys(tree.keys, tree.visits[:, 0].long()) if needs_keys else None
+        sim_keys = step_keys(tree.keys, tree.visits[:, ROOT].long()) if needs_keys else None
         walker.descend(sim_keys if rule.uses_uniform else None)
         value = _expand_where_needed(tree, game, evaluator, rows, walker.last, walker.expand_action, sim_keys, walker)
         walker.backup(value)
-        if progress is not None:
-            progress(1)
     return tree
 
 
 def _expand_where_needed(tree, game, evaluator, rows, node, expand_action, sim_keys, walker=None) -> torch.Tensor:
     """Expand and evaluate the trees whose descent ended at an unexpanded edge (expand_action
-    >= 0); the others stopped at a finished game, whose result is their value. Returns float [B]."""
+    not NO_ACTION); the others stopped at a finished game, whose result is their value. Returns float [B]."""
     value = tree.terminal_value.view(-1).index_select(0, rows * tree.capacity + node)
     expanding = (expand_action >= 0).nonzero().squeeze(1)
     if expanding.numel() == rows.numel():  # the usual case: every tree expands a node
@@ -227,7 +222,7 @@ def _expand(
         put(tree.legal, legal)
         put(tree.terminal, states.done)
         put(tree.terminal_value, result)
-        tree.children.view(-1).index_copy_(0, parent_flat * actions + action, new.to(torch.int32))
+        tree.children.view(-1).index_copy_(0, parent_flat * actions + action, new.to(tree.children.dtype))
         tree.next_node.index_copy_(0, rows, new + 1)
 
     prior, leaf_value = evaluator(states, keys, legal)
@@ -242,9 +237,9 @@ def _expand(
 def _backup(tree: Tree, path: torch.Tensor, edges: torch.Tensor, value: torch.Tensor) -> None:
     """Add `value` (first player's view, float [B]) to every node and edge on each path.
 
-    path: long [D + 1, B], node indices from the root down, -1 past a path's end;
+    path: long [D + 1, B], node indices from the root down, _PAST_END past a path's end;
     edges: long [D, B], flat indices (into [B, N, A]) of the edges from path[d] to
-    path[d + 1] (some valid edge of the tree where path[d + 1] is -1). No boolean
+    path[d + 1] (some valid edge of the tree where path[d + 1] is _PAST_END). No boolean
     indexing: entries past a path's end add zero (to the root, or to that edge).
     """
     batch, capacity = tree.batch_size, tree.capacity

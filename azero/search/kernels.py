@@ -1,16 +1,23 @@
-"""Compiled CPU loops (numba) for the two parts of a simulation that walk each tree: the
-descent through the tree (selection) and the backup of the leaf value along the path.
+"""Compiled CPU loops (numba) for the parts of a simulation that walk each tree: the
+descent through the tree (selection), the new nodes' bookkeeping and the backup of the
+leaf value along the path; and for the subtree kept between moves.
 
 The engine's torch form does each level of every tree's descent as a dozen operations
 over [B, A] arrays, with a Python round trip per level; on a CPU that overhead, not the
-arithmetic, bounded rollout UCT and the search around a small network. Here one call walks
-every tree from its root to the node it expands, with the same rule as azero.search.selection
-(UCB1 or PUCT, same formulas, same random draws, first maximum on ties), and one call adds
-the values along the paths. The torch form stays the reference and serves other devices and
-other rules; the tests check that both make the same searches on test positions. The
-float32 logarithm here (numba's) and torch's vectorised one differ in the last bit for
-some visit counts, so two children whose scores tie to within that may be ordered
-differently by the two forms; each form is deterministic and batch-independent on its own.
+arithmetic, is the cost. Here one call walks every tree from its root to the node it
+expands, with the same rule as azero.search.selection (UCB1 or PUCT, same formulas, same
+random draws, first maximum on ties), and one call adds the values along the paths. The
+torch form stays the reference and serves other devices and other rules; the tests check
+that both make the same searches on test positions. The float32 logarithm here (numba's)
+and torch's vectorised one differ in the last bit for some visit counts, so two children
+whose scores tie to within that may be ordered differently by the two forms; each form is
+deterministic and batch-independent on its own.
+
+The subtree is field-generic: one kernel maps the nodes, and gathers compiled per dtype
+copy the arrays of search.tree.FIELDS (those of one dtype and rank in one pass). These
+loops take the tree's conventions as plain numbers: node 0 is the root and a negative
+node index is no node (search.tree's ROOT, NO_PARENT, UNEXPANDED; this module sits below
+search.tree and does not import it).
 See games.kernels for the why, AZERO_NO_KERNELS, and a note on numba's disk cache.
 """
 
@@ -19,8 +26,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from games import NO_ACTION
 from games import kernels as _games_kernels
 from games.kernels import hash_one, njit, nth_of
+
+from .selection import PUCT, UCB1
 
 UCB1_KIND, PUCT_KIND = 1, 2
 
@@ -52,10 +62,10 @@ def _descend(
     scores = np.empty(actions, dtype=np.float32)
     for b in range(batch):
         base = b * capacity
-        node = 0
-        path[b, 0] = 0
+        node = 0  # the root
+        path[b, 0] = node
         depth = 0
-        expand_action[b] = -1
+        expand_action[b] = NO_ACTION
         while True:
             flat = base + node
             n_parent = max(visits[flat], np.float32(1.0))
@@ -156,19 +166,36 @@ def supports_tree(tree) -> bool:
 
 def supports(rule, tree) -> bool:
     """Whether the compiled descent can run this rule on this tree."""
-    from .selection import PUCT, UCB1
-
     if isinstance(rule, PUCT) and tree.prior is None:  # (the torch form reports the misuse)
         return False
     return type(rule) in (UCB1, PUCT) and supports_tree(tree)
+
+
+def _numpy(array: torch.Tensor) -> np.ndarray:
+    """A numpy view of a tree array (bool as uint8): [B * N] per node, [B * N, A] per edge."""
+    if array.dtype == torch.bool:
+        array = array.view(torch.uint8)
+    return array.view(-1, array.shape[2]).numpy() if array.dim() > 2 else array.view(-1).numpy()
+
+
+def _rows(array: torch.Tensor) -> np.ndarray:
+    """A numpy view of a tree array [B, N, ...] as one row per node, [B * N, width] (bool as uint8)."""
+    array = array.view(torch.uint8) if array.dtype == torch.bool else array
+    return array.view(array.shape[0] * array.shape[1], -1).numpy()
+
+
+# the tree arrays each compiled step takes, in the order of its parameters
+_DESCEND = (
+    "children", "child_visits", "child_value_sum", "legal", "prior", "visits", "value_sum", "q_sign", "terminal",
+)
+_RECORD = ("mover_sign", "q_sign", "parent", "action", "legal", "terminal", "terminal_value", "children")
+_BACKUP = ("mover_sign", "visits", "value_sum", "child_visits", "child_value_sum")
 
 
 class Walker:
     """Buffers for one `simulate` call: path (long [B, N + 1]), edges, lengths."""
 
     def __init__(self, tree, rule):
-        from .selection import UCB1
-
         batch, capacity, actions = tree.batch_size, tree.capacity, tree.num_actions
         self.tree, self.capacity = tree, capacity
         self.path = torch.empty((batch, capacity + 1), dtype=torch.long)
@@ -180,42 +207,13 @@ class Walker:
             self.kind, self.params = UCB1_KIND, (float(rule.c), 0.0, 1.0, 0.0)
         else:
             self.kind, self.params = PUCT_KIND, (0.0, float(rule.c_init), float(rule.c_base), float(rule.fpu_reduction))
-        t = tree
-        def flat2(x):
-            return x.view(-1, actions).numpy()
-
-        def flat1(x):
-            return x.view(-1).numpy()
-
-        self.arrays = (
-            flat2(t.children),
-            flat2(t.child_visits),
-            flat2(t.child_value_sum),
-            t.legal.view(-1, actions).view(torch.uint8).numpy(),
-            flat2(t.prior) if t.prior is not None else np.zeros((1, actions), dtype=np.float32),
-            flat1(t.visits),
-            flat1(t.value_sum),
-            flat1(t.q_sign),
-            t.terminal.view(-1).view(torch.uint8).numpy(),
-        )
-        self.record_arrays = (
-            flat1(t.mover_sign),
-            flat1(t.q_sign),
-            flat1(t.parent),
-            flat1(t.action),
-            t.legal.view(-1, actions).view(torch.uint8).numpy(),
-            t.terminal.view(-1).view(torch.uint8).numpy(),
-            flat1(t.terminal_value),
-            flat2(t.children),
-            t.next_node.numpy(),
-        )
-        self.backup_arrays = (
-            flat1(t.mover_sign),
-            flat1(t.visits),
-            flat1(t.value_sum),
-            t.child_visits.view(-1).numpy(),
-            t.child_value_sum.view(-1).numpy(),
-        )
+        arrays = {name: _numpy(getattr(tree, name)) for name in {*_DESCEND, *_RECORD, *_BACKUP} - {"prior"}}
+        # a tree without priors (UCB1): PUCT's argument is there but never read
+        arrays["prior"] = np.zeros((1, actions), np.float32) if tree.prior is None else _numpy(tree.prior)
+        self.arrays = tuple(arrays[name] for name in _DESCEND)
+        self.record_arrays = (*(arrays[name] for name in _RECORD), tree.next_node.numpy())
+        # the backup takes edges as flat indices into [B * N * A]
+        self.backup_arrays = tuple(arrays[name].reshape(-1) for name in _BACKUP)
 
     def descend(self, keys: torch.Tensor | None) -> None:
         """Walk every tree from its root; fills path, edges, length, expand_action, last."""
@@ -268,23 +266,8 @@ class Walker:
 
 
 @njit(cache=True, nogil=True)
-def _copy_row(dst, dst_row, src, src_row):  # pragma: no cover - compiled
-    for a in range(src.shape[1]):
-        dst[dst_row, a] = src[src_row, a]
-
-
-@njit(cache=True, nogil=True)
-def _subtree(
-    taken, capacity,
-    parent, action, mover_sign, q_sign, visits, value_sum, terminal, terminal_value,
-    legal, children, child_visits, child_value_sum, prior,
-    o_parent, o_action, o_mover_sign, o_q_sign, o_visits, o_value_sum, o_terminal, o_terminal_value,
-    o_legal, o_children, o_child_visits, o_child_value_sum, o_prior,
-    old, kept, next_node,
-):  # pragma: no cover - compiled
-    batch = taken.shape[0]
-    actions = legal.shape[1]
-    with_prior = prior.shape[0] == legal.shape[0]
+def _subtree_nodes(taken, parent, children, old, count):  # pragma: no cover - compiled
+    batch, capacity = old.shape
     new_id = np.empty(capacity, dtype=np.int64)
     for b in range(batch):
         base = b * capacity
@@ -292,95 +275,113 @@ def _subtree(
         if taken[b] >= 0:
             root = children[base, taken[b]]
         # members: the new root and every node whose parent is a member (parents come first)
-        count = 0
+        kept = 0
         for n in range(capacity):
             p = parent[base + n]
-            member = root >= 0 and (n == root or (n > root and p >= 0 and new_id[p] >= 0))
-            if member:
-                new_id[n] = count
-                old[b, count] = n
-                count += 1
+            if root >= 0 and (n == root or (n > root and p >= 0 and new_id[p] >= 0)):
+                new_id[n] = kept
+                old[b, kept] = n
+                kept += 1
             else:
                 new_id[n] = -1
-        kept[b] = count > 0
-        next_node[b] = count if count > 0 else 1
-        spare = count
+        count[b] = kept
+        spare = kept
         for n in range(capacity):  # the other slots take the other nodes (any valid position)
             if new_id[n] < 0:
                 old[b, spare] = n
                 spare += 1
-        for j in range(capacity):
-            dst = base + j
-            if j < count:
-                src = base + old[b, j]
-                p = parent[src]
-                o_parent[dst] = new_id[p] if j > 0 else -1
-                o_action[dst] = action[src] if j > 0 else -1
-                o_mover_sign[dst] = mover_sign[src]
-                o_q_sign[dst] = q_sign[src]
-                o_visits[dst] = visits[src]
-                o_value_sum[dst] = value_sum[src]
-                o_terminal[dst] = terminal[src]
-                o_terminal_value[dst] = terminal_value[src]
-                _copy_row(o_legal, dst, legal, src)
-                _copy_row(o_child_visits, dst, child_visits, src)
-                _copy_row(o_child_value_sum, dst, child_value_sum, src)
-                if with_prior:
-                    _copy_row(o_prior, dst, prior, src)
-                for a in range(actions):
-                    c = children[src, a]
-                    o_children[dst, a] = new_id[c] if c >= 0 else -1
-            else:
-                o_parent[dst] = -1
-                o_action[dst] = -1
-                o_mover_sign[dst] = 0.0
-                o_q_sign[dst] = 0.0
-                o_visits[dst] = 0.0
-                o_value_sum[dst] = 0.0
-                o_terminal[dst] = 0
-                o_terminal_value[dst] = 0.0
-                for a in range(actions):
-                    o_legal[dst, a] = 0
-                    o_children[dst, a] = -1
-                    o_child_visits[dst, a] = 0.0
-                    o_child_value_sum[dst, a] = 0.0
-                    if with_prior:
-                        o_prior[dst, a] = 0.0
 
 
-def subtree(tree, actions: torch.Tensor):
-    """The compiled form of search.tree.subtree (CPU tensors): the same (Tree, kept)."""
-    from .tree import Tree
+# The gathers below take a group of arrays of one type (a tuple: one compiled form per dtype,
+# rank and group size) and move each node's entries of all of them in one pass, which is
+# faster than a pass per array.
 
-    batch, capacity, num_actions = tree.batch_size, tree.capacity, tree.num_actions
-    out = {name: torch.empty_like(getattr(tree, name)) for name in (
-        "parent", "action", "mover_sign", "q_sign", "visits", "value_sum", "terminal", "terminal_value",
-        "legal", "children", "child_visits", "child_value_sum")}
-    out["prior"] = None if tree.prior is None else torch.empty_like(tree.prior)
+
+@njit(cache=True, nogil=True)
+def _gather_values(sources, targets, empties, old, count):  # pragma: no cover - compiled
+    batch, capacity = old.shape
+    for b in range(batch):
+        base = b * capacity
+        for j in range(count[b]):
+            s = base + old[b, j]
+            for i in range(len(sources)):
+                targets[i][base + j] = sources[i][s]
+        for j in range(count[b], capacity):
+            for i in range(len(sources)):
+                targets[i][base + j] = empties[i]
+
+
+@njit(cache=True, nogil=True)
+def _gather_rows(sources, targets, empties, old, count):  # pragma: no cover - compiled
+    batch, capacity = old.shape
+    for b in range(batch):
+        base = b * capacity
+        for j in range(count[b]):
+            s = base + old[b, j]
+            for i in range(len(sources)):
+                source, target = sources[i], targets[i]
+                for a in range(source.shape[1]):
+                    target[base + j, a] = source[s, a]
+        for j in range(count[b], capacity):
+            for i in range(len(sources)):
+                target, empty = targets[i], empties[i]
+                for a in range(target.shape[1]):
+                    target[base + j, a] = empty
+
+
+@njit(cache=True, nogil=True)
+def _gather_node_ids(sources, targets, empties, old, count):  # pragma: no cover - compiled
+    batch, capacity = old.shape
+    new_id = np.empty(capacity, dtype=np.int64)
+    for b in range(batch):
+        base = b * capacity
+        new_id[:] = -1
+        for j in range(count[b]):
+            new_id[old[b, j]] = j
+        for j in range(count[b]):
+            s = base + old[b, j]
+            for i in range(len(sources)):
+                source, target, empty = sources[i], targets[i], empties[i]
+                for a in range(source.shape[1]):
+                    n = source[s, a]
+                    renumbered = new_id[n] if n >= 0 else -1
+                    target[base + j, a] = renumbered if renumbered >= 0 else empty
+        for j in range(count[b], capacity):
+            for i in range(len(sources)):
+                target, empty = targets[i], empties[i]
+                for a in range(target.shape[1]):
+                    target[base + j, a] = empty
+
+
+def subtree_nodes(children: torch.Tensor, parent: torch.Tensor, actions: torch.Tensor):
+    """The compiled form of search.tree._subtree_nodes: (old long [B, N], count long [B]) for
+    the subtrees under `actions` (long [B]); children [B, N, A], parent [B, N]."""
+    batch, capacity = parent.shape
     old = torch.empty((batch, capacity), dtype=torch.long)
-    kept = torch.empty(batch, dtype=torch.bool)
-    next_node = torch.empty(batch, dtype=torch.long)
+    count = torch.empty(batch, dtype=torch.long)
+    _subtree_nodes(actions.contiguous().numpy(), _numpy(parent), _numpy(children), old.numpy(), count.numpy())
+    return old, count
 
-    def flat(t, rows=False):
-        if t is None:
-            return np.zeros((0, num_actions), dtype=np.float32)
-        if t.dtype == torch.bool:
-            t = t.view(torch.uint8)
-        return t.reshape(-1, num_actions).numpy() if rows else t.reshape(-1).numpy()
 
-    names1 = ("parent", "action", "mover_sign", "q_sign", "visits", "value_sum", "terminal", "terminal_value")
-    names2 = ("legal", "children", "child_visits", "child_value_sum", "prior")
-    _subtree(
-        actions.contiguous().numpy(),
-        capacity,
-        *(flat(getattr(tree, n)) for n in names1),
-        *(flat(getattr(tree, n), rows=True) for n in names2),
-        *(flat(out[n]) for n in names1),
-        *(flat(out[n], rows=True) for n in names2),
-        old.numpy(),
-        kept.view(torch.uint8).numpy(),
-        next_node.numpy(),
-    )
-    flat_old = (torch.arange(batch).unsqueeze(1) * capacity + old).view(-1)
-    new = Tree(states=tree.states.take(flat_old), next_node=next_node, keys=tree.keys.clone(), **out)
-    return new, kept
+def gather_nodes(fields, old: torch.Tensor, count: torch.Tensor) -> list[torch.Tensor]:
+    """The compiled form of search.tree._gather_nodes: each array of `fields`, a list of
+    (array [B, N, ...], empty, node_ids), with node j of tree b taken from node old[b, j]
+    where j < count[b] and `empty` after; with node_ids the values are node indices,
+    renumbered to the new slots (`empty` for nodes left behind). Arrays of one dtype and
+    rank move together, in one pass."""
+    outs = [torch.empty_like(array) for array, _, _ in fields]
+    groups = {}
+    for i, (array, _, ids) in enumerate(fields):
+        groups.setdefault((array.dtype, array.dim(), ids), []).append(i)
+    for (_, rank, ids), members in groups.items():
+        view = _rows if ids else _numpy  # node ids as rows [B * N, width]: one kernel for both ranks
+        targets = tuple(view(outs[i]) for i in members)
+        kernel = _gather_node_ids if ids else _gather_rows if rank > 2 else _gather_values
+        kernel(
+            tuple(view(fields[i][0]) for i in members),
+            targets,
+            np.array([fields[i][1] for i in members], dtype=targets[0].dtype),
+            old.numpy(),
+            count.numpy(),
+        )
+    return outs

@@ -1,6 +1,6 @@
 """The search tree of B independent searches, held in preallocated arrays.
 
-Node 0 of each tree is its root; every simulation adds at most one node.  Values
+Node 0 (`ROOT`) of each tree is its root; every simulation adds at most one node.  Values
 follow one sign convention, written here once:
 
     a node's value is from the view of the player who moved into it
@@ -10,6 +10,11 @@ follow one sign convention, written here once:
 player), so a child's mean is directly the payoff of choosing it for the player
 who chooses at its parent.  Leaf evaluations arrive from the first player's view
 (a game result) and are turned into each node's view by `mover_sign`.
+
+Every per-node [B, N] and per-edge [B, N, A] array is declared once, in `FIELDS`, with
+its dtype and the value of an unused node. Allocation, growth, subtree reuse and row
+replacement (here, and in the compiled subtree of search/kernels.py) follow the table, so
+a new array is one line there plus the code that reads and writes it.
 """
 
 from __future__ import annotations
@@ -19,49 +24,72 @@ from dataclasses import dataclass
 
 import torch
 
-from games import Game, State, player_sign
+from games import NO_ACTION, Game, State, player_sign
+
+from . import kernels
+
+ROOT = 0  # every tree's root node
+NO_PARENT = -1  # the parent of the root and of unused nodes
+UNEXPANDED = -1  # the child of an edge not expanded yet
+# Sentinels are negative and node ids never are: `x >= 0` tells a node. The root's action is NO_ACTION.
 
 
-@dataclass(eq=False)
-class Tree:
-    """Arrays of B trees with room for N nodes each and A actions.
+@dataclass(frozen=True)
+class TreeField:
+    """One array of the tree: per node [B, N], or per edge [B, N, A] (one entry per action).
 
-    Fields:
-      states:          State [B * N]   the position at each node (flat: tree b, node n -> b * N + n)
-      mover_sign:      float [B, N]    +1 if the first player moved into the node, else -1
-      q_sign:          float [B, N]    turns the node's value into the view of the player to move there
-                                       (written only in trees with priors: PUCT's first-play urgency)
-      parent:          long  [B, N]    parent node, -1 for the root and unused nodes
-      action:          long  [B, N]    action from the parent, -1 for the root
-      visits:          float [B, N]    simulations through the node
-      value_sum:       float [B, N]    sum of values, node's mover's view
-      terminal:        bool  [B, N]    the game is over at the node
-      terminal_value:  float [B, N]    the result there, first player's view
-      legal:           bool  [B, N, A] legal actions at the node
-      children:        int32 [B, N, A] child node per action, -1 = not expanded
-      child_visits:    float [B, N, A] visits of each child (0 if not expanded)
-      child_value_sum: float [B, N, A] value sums of each child, chooser's view
-      prior:           float [B, N, A] policy prior at the node, or None for rules that use none
-      next_node:       long  [B]       index of the next free node
-      keys:            long  [B]       per-tree random keys (games/random.py)
+    empty:       the value of unused nodes (all of a new tree's but the root, a kept subtree's spare slots)
+    with_prior:  the array exists only in trees of rules that use priors (None in the others)
+    node_ids:    the array holds node indices: renumbered when a subtree is kept, and `empty`
+                 where they named a node left behind
+    from_parent: the array describes the edge into the node: a new root holds `empty`
     """
 
-    states: State
-    mover_sign: torch.Tensor
-    q_sign: torch.Tensor
-    parent: torch.Tensor
-    action: torch.Tensor
-    visits: torch.Tensor
-    value_sum: torch.Tensor
-    terminal: torch.Tensor
-    terminal_value: torch.Tensor
-    legal: torch.Tensor
-    children: torch.Tensor
-    child_visits: torch.Tensor
-    child_value_sum: torch.Tensor
-    prior: torch.Tensor | None
-    next_node: torch.Tensor
-    keys: torch.Tensor
+    name: str
+    dtype: torch.dtype
+    empty: float | int | bool
+    per_edge: bool
+    doc: str
+    with_prior: bool = False
+    node_ids: bool = False
+    from_parent: bool = False
+
+    def shape(self, batch: int, nodes: int, actions: int) -> tuple[int, ...]:
+        return (batch, nodes, actions) if self.per_edge else (batch, nodes)
+
+
+def per_node(name: str, dtype: torch.dtype, empty, doc: str, **flags) -> TreeField:
+    """A [B, N] array: one entry per node."""
+    return TreeField(name, dtype, empty, False, doc, **flags)
+
+
+def per_edge(name: str, dtype: torch.dtype, empty, doc: str, **flags) -> TreeField:
+    """A [B, N, A] array: one entry per node and action."""
+    return TreeField(name, dtype, empty, True, doc, **flags)
+
+
+FIELDS: tuple[TreeField, ...] = (
+    per_node("mover_sign", torch.float32, 0.0, "+1 if the first player moved into the node, else -1"),
+    per_node("q_sign", torch.float32, 0.0, "turns the node's value into the view of the player to move there "
+             "(written only in trees with priors: PUCT's first-play urgency)"),
+    per_node("parent", torch.long, NO_PARENT, "parent node", node_ids=True, from_parent=True),
+    per_node("action", torch.long, NO_ACTION, "action from the parent", from_parent=True),
+    per_node("visits", torch.float32, 0.0, "simulations through the node"),
+    per_node("value_sum", torch.float32, 0.0, "sum of values, the node's mover's view"),
+    per_node("terminal", torch.bool, False, "the game is over at the node"),
+    per_node("terminal_value", torch.float32, 0.0, "the result there, first player's view"),
+    per_edge("legal", torch.bool, False, "legal actions at the node"),
+    per_edge("children", torch.int32, UNEXPANDED, "child node per action", node_ids=True),
+    per_edge("child_visits", torch.float32, 0.0, "visits of each child (0 if not expanded)"),
+    per_edge("child_value_sum", torch.float32, 0.0, "value sums of each child, chooser's view"),
+    per_edge("prior", torch.float32, 0.0, "policy prior at the node", with_prior=True),
+)
+
+
+class TreeMethods:
+    """What a Tree has besides its arrays: sizes and root summaries."""
+
+    FIELDS: tuple[TreeField, ...]
 
     @property
     def batch_size(self) -> int:
@@ -75,25 +103,24 @@ class Tree:
     def num_actions(self) -> int:
         return self.legal.shape[2]
 
-    # -- root summaries ------------------------------------------------------------------------
     def root_visits(self) -> torch.Tensor:
         """float [B, A]: visits of each root action."""
-        return self.child_visits[:, 0]
+        return self.child_visits[:, ROOT]
 
     def root_q(self) -> torch.Tensor:
         """float [B, A]: mean value of each root action for the player to move (0 where unvisited)."""
-        n = self.child_visits[:, 0]
-        return torch.where(n > 0, self.child_value_sum[:, 0] / n.clamp(min=1), torch.zeros_like(n))
+        n = self.child_visits[:, ROOT]
+        return torch.where(n > 0, self.child_value_sum[:, ROOT] / n.clamp(min=1), torch.zeros_like(n))
 
     def root_value(self) -> torch.Tensor:
         """float [B]: the search's value of the root for the player to move there, in [-1, 1]."""
-        n = self.child_visits[:, 0].sum(dim=1)
-        total = self.child_value_sum[:, 0].sum(dim=1)
+        n = self.child_visits[:, ROOT].sum(dim=1)
+        total = self.child_value_sum[:, ROOT].sum(dim=1)
         return torch.where(n > 0, total / n.clamp(min=1), torch.zeros_like(n))
 
     def principal_variation(self, index: int, max_length: int = 20) -> list[int]:
         """The most visited line from the root of tree `index` (actions)."""
-        line, node = [], 0
+        line, node = [], ROOT
         for _ in range(max_length):
             visits = self.child_visits[index, node]
             if not bool((visits > 0).any()):
@@ -106,6 +133,31 @@ class Tree:
         return line
 
 
+def tree_type(fields: tuple[TreeField, ...]) -> type:
+    """The Tree dataclass of a field table: `states`, one tensor per field, `next_node`, `keys`."""
+    lines = [f"  {'states':<16} State [B * N]  the position at each node (flat: tree b, node n -> b * N + n)"]
+    for f in fields:
+        dtype, shape = str(f.dtype).removeprefix("torch."), "[B, N, A]" if f.per_edge else "[B, N]"
+        lines.append(f"  {f.name:<16} {dtype} {shape}  {f.doc}; unused: {f.empty}"
+                     + (" (None in trees without priors)" if f.with_prior else ""))
+    lines.append(f"  {'next_node':<16} int64 [B]  index of the next free node")
+    lines.append(f"  {'keys':<16} int64 [B]  per-tree random keys (games/random.py)")
+    arrays = [(f.name, "torch.Tensor | None" if f.with_prior else "torch.Tensor") for f in fields]
+    cls = dataclasses.make_dataclass(
+        "Tree",
+        [("states", "State"), *arrays, ("next_node", "torch.Tensor"), ("keys", "torch.Tensor")],
+        bases=(TreeMethods,),
+        namespace={"FIELDS": fields},
+        eq=False,
+    )
+    cls.__module__ = __name__
+    cls.__doc__ = "Arrays of B trees with room for N nodes each and A actions.\n\n" + "\n".join(lines)
+    return cls
+
+
+Tree = tree_type(FIELDS)
+
+
 def new_tree(
     game: Game,
     roots: State,
@@ -115,13 +167,12 @@ def new_tree(
     with_prior: bool = True,
     reuse: Tree | None = None,
 ) -> Tree:
-    """An empty tree for each root (B roots, `capacity` nodes, root at node 0).
+    """An empty tree for each root (B roots, `capacity` nodes, root at node ROOT).
 
     roots: State [B] of unfinished games; keys: long [B]; root_prior: float [B, A]
     (probabilities; uniform over legal actions if None); with_prior: keep priors at all.
     reuse: an earlier tree that nobody reads any more; arrays of the right shape are
-    refilled in place instead of allocated (the arrays run to hundreds of megabytes, and
-    a fresh allocation's first touch costs several times a refill).
+    refilled in place instead of allocated (a refill is cheaper than a fresh allocation's first touch).
     """
     batch, nodes, actions = roots.batch_size, capacity, game.num_actions
     device = roots.device
@@ -130,52 +181,26 @@ def new_tree(
     states = _refill_states(reuse.states, roots, nodes) if reuse is not None else None
     if states is None:
         states = roots.repeat_interleave(nodes)
-
-    def full(name, shape, value, dtype=torch.float32):
-        old = getattr(reuse, name, None)
-        if old is not None and old.shape == shape and old.dtype == dtype and old.device == device:
-            return old.fill_(value)
-        return torch.full(shape, value, dtype=dtype, device=device)
-
-    mover = full("mover_sign", (batch, nodes), 0.0)
-    mover[:, 0] = -player_sign(roots.to_play).float()
-    q_sign = full("q_sign", (batch, nodes), 0.0)
-    q_sign[:, 0] = -1.0
-    parent = full("parent", (batch, nodes), -1, torch.long)
-    action = full("action", (batch, nodes), -1, torch.long)
-    visits = full("visits", (batch, nodes), 0.0)
-    value_sum = full("value_sum", (batch, nodes), 0.0)
-    terminal = full("terminal", (batch, nodes), False, torch.bool)
-    terminal_value = full("terminal_value", (batch, nodes), 0.0)
-    legal = full("legal", (batch, nodes, actions), False, torch.bool)
-    legal[:, 0] = game.legal_mask(roots)
-    children = full("children", (batch, nodes, actions), -1, torch.int32)
-    child_visits = full("child_visits", (batch, nodes, actions), 0.0)
-    child_value_sum = full("child_value_sum", (batch, nodes, actions), 0.0)
-    prior = None
-    if with_prior:
-        prior = full("prior", (batch, nodes, actions), 0.0)
+    arrays = {}
+    for f in Tree.FIELDS:
+        shape = f.shape(batch, nodes, actions)
+        old = getattr(reuse, f.name, None)
+        if f.with_prior and not with_prior:
+            arrays[f.name] = None
+        elif old is not None and old.shape == shape and old.dtype == f.dtype and old.device == device:
+            arrays[f.name] = old.fill_(f.empty)
+        else:
+            arrays[f.name] = torch.full(shape, f.empty, dtype=f.dtype, device=device)
+    tree = Tree(states=states, next_node=torch.full((batch,), ROOT + 1, device=device), keys=keys.to(device), **arrays)
+    tree.mover_sign[:, ROOT] = -player_sign(roots.to_play).float()
+    tree.q_sign[:, ROOT] = -1.0
+    tree.legal[:, ROOT] = game.legal_mask(roots)
+    if tree.prior is not None:
         if root_prior is None:
-            root_prior = legal[:, 0].float() / legal[:, 0].sum(dim=1, keepdim=True).clamp(min=1)
-        prior[:, 0] = root_prior
-    return Tree(
-        states=states,
-        mover_sign=mover,
-        q_sign=q_sign,
-        parent=parent,
-        action=action,
-        visits=visits,
-        value_sum=value_sum,
-        terminal=terminal,
-        terminal_value=terminal_value,
-        legal=legal,
-        children=children,
-        child_visits=child_visits,
-        child_value_sum=child_value_sum,
-        prior=prior,
-        next_node=torch.ones(batch, dtype=torch.long, device=device),
-        keys=keys.to(device),
-    )
+            legal = tree.legal[:, ROOT]
+            root_prior = legal.float() / legal.sum(dim=1, keepdim=True).clamp(min=1)
+        tree.prior[:, ROOT] = root_prior
+    return tree
 
 
 def tree_bytes(tree: Tree) -> int:
@@ -199,28 +224,50 @@ def _refill_states(old: State, roots: State, nodes: int) -> State | None:
     return old
 
 
-def _gather_nodes(array: torch.Tensor, old: torch.Tensor) -> torch.Tensor:
-    """array [B, N, ...] reordered along nodes: out[b, j] = array[b, old[b, j]]."""
-    index = old.view(*old.shape, *([1] * (array.dim() - 2))).expand(-1, -1, *array.shape[2:])
-    return array.gather(1, index)
-
-
 def subtree(tree: Tree, actions: torch.Tensor) -> tuple[Tree, torch.Tensor]:
     """The subtrees under the root actions taken (long [B]), compacted into a tree of the same size.
 
-    Returns (tree, kept bool [B]); where the child was never expanded (kept False) the
-    row is an empty tree and the caller must reset it with `replace_rows`.
-    The kept child becomes node 0 with its visits, values and priors; its descendants
-    keep their order (so parents still come before children).
+    Returns (tree, kept bool [B]); where the child was never expanded or the action is
+    NO_ACTION (kept False) the row is an empty tree and the caller must reset it with
+    `replace_rows`. The kept child becomes node ROOT with its visits, values and priors; its
+    descendants keep their order (so parents still come before children).
     """
-    from . import kernels  # (a cycle at import time otherwise)
-
     if kernels.supports_tree(tree):
-        return kernels.subtree(tree, actions)
+        old, count = kernels.subtree_nodes(tree.children, tree.parent, actions)
+        gather = kernels.gather_nodes
+    else:
+        old, count = _subtree_nodes(tree, actions)
+        gather = _gather_nodes
+    fields = [f for f in type(tree).FIELDS if getattr(tree, f.name) is not None]
+    gathered = gather([(getattr(tree, f.name), f.empty, f.node_ids) for f in fields], old, count)
+    arrays = {f.name: None for f in type(tree).FIELDS}
+    for f, array in zip(fields, gathered):
+        if f.from_parent:
+            array[:, ROOT] = f.empty
+        arrays[f.name] = array
+    batch, nodes = old.shape
+    kept = count > 0
+    flat_old = (torch.arange(batch, device=old.device).unsqueeze(1) * nodes + old).view(-1)
+    new = type(tree)(
+        states=tree.states.take(flat_old),
+        next_node=torch.where(kept, count, ROOT + 1),
+        keys=tree.keys.clone(),
+        **arrays,
+    )
+    return new, kept
+
+
+def _subtree_nodes(tree: Tree, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Where the nodes of the subtrees under `actions` (long [B]) go (torch form).
+
+    Returns old long [B, N], the old node of each new slot (the kept nodes in their order,
+    then the others), and count long [B], the nodes kept (0 where the action is NO_ACTION
+    or its child unexpanded).
+    """
     batch, nodes = tree.batch_size, tree.capacity
-    device = tree.visits.device
+    device = tree.parent.device
     rows = torch.arange(batch, device=device)
-    new_root = tree.children[rows, 0, actions.clamp(min=0)].long()
+    new_root = tree.children[rows, ROOT, actions.clamp(min=0)].long()
     kept = (new_root >= 0) & (actions >= 0)
     index = torch.arange(nodes, device=device).expand(batch, nodes)
     # member[b, n]: node n descends from (or is) the new root; pointer jumping up the parents
@@ -231,56 +278,40 @@ def subtree(tree: Tree, actions: torch.Tensor) -> tuple[Tree, torch.Tensor]:
         member = member | (valid & member.gather(1, jump.clamp(min=0)))
         jump = torch.where(valid, jump.gather(1, jump.clamp(min=0)), jump)
     member &= kept.unsqueeze(1)
-    count = member.sum(dim=1)
-    new_id = member.long().cumsum(dim=1) - 1  # position of each member in the new tree
-    old = torch.where(member, index, index + nodes).argsort(dim=1)  # old node of each new slot
-    used = index < count.unsqueeze(1)
+    old = torch.where(member, index, index + nodes).argsort(dim=1)
+    return old, member.sum(dim=1)
 
-    def nodes_of(array, empty):
-        out = _gather_nodes(array, old)
-        mask = used.view(*used.shape, *([1] * (array.dim() - 2)))
-        return torch.where(mask, out, torch.as_tensor(empty, dtype=array.dtype, device=device))
 
-    parent = nodes_of(tree.parent, -1)
-    parent = torch.where(parent >= 0, new_id.gather(1, parent.clamp(min=0)), parent)
-    parent[:, 0] = -1
-    children = nodes_of(tree.children, -1).long()
-    flat_children = children.clamp(min=0).view(batch, -1)
-    children = torch.where(children >= 0, new_id.gather(1, flat_children).view_as(children), children)
-    action = nodes_of(tree.action, -1)
-    action[:, 0] = -1
-    flat_old = (rows.unsqueeze(1) * nodes + old).view(-1)
-    return (
-        Tree(
-            states=tree.states.take(flat_old),
-            mover_sign=nodes_of(tree.mover_sign, 0.0),
-            q_sign=nodes_of(tree.q_sign, 0.0),
-            parent=parent,
-            action=action,
-            visits=nodes_of(tree.visits, 0.0),
-            value_sum=nodes_of(tree.value_sum, 0.0),
-            terminal=nodes_of(tree.terminal, False),
-            terminal_value=nodes_of(tree.terminal_value, 0.0),
-            legal=nodes_of(tree.legal, False),
-            children=children.to(torch.int32),
-            child_visits=nodes_of(tree.child_visits, 0.0),
-            child_value_sum=nodes_of(tree.child_value_sum, 0.0),
-            prior=None if tree.prior is None else nodes_of(tree.prior, 0.0),
-            next_node=torch.where(kept, count, torch.ones_like(count)),
-            keys=tree.keys.clone(),
-        ),
-        kept,
-    )
+def _gather_nodes(fields, old: torch.Tensor, count: torch.Tensor) -> list[torch.Tensor]:
+    """Each array of `fields`, a list of (array [B, N, ...], empty, node_ids), reordered along
+    nodes: out[b, j] = array[b, old[b, j]] for j < count[b], `empty` after; with node_ids the
+    values are node indices, renumbered to the new slots (`empty` for nodes left behind).
+    The torch form of kernels.gather_nodes."""
+    batch, nodes = old.shape
+    slot = torch.arange(nodes, device=old.device).expand(batch, nodes)
+    used = slot < count.unsqueeze(1)
+    new_id = torch.empty_like(old).scatter_(1, old, torch.where(used, slot, -1))  # -1: left behind
+    outs = []
+    for array, empty, ids in fields:
+        trailing = [1] * (array.dim() - 2)
+        out = array.gather(1, old.view(batch, nodes, *trailing).expand(-1, -1, *array.shape[2:]))
+        if ids:
+            renumbered = new_id.gather(1, out.long().clamp(min=0).view(batch, -1)).view_as(out)
+            out = torch.where((out >= 0) & (renumbered >= 0), renumbered, empty).to(array.dtype)
+        empty = torch.as_tensor(empty, dtype=array.dtype, device=array.device)
+        outs.append(torch.where(used.view(batch, nodes, *trailing), out, empty))
+    return outs
 
 
 def replace_rows(tree: Tree, rows: torch.Tensor, other: Tree) -> Tree:
     """In place: trees `rows` (long [n]) become the trees of `other` (a Tree of n rows, same capacity)."""
     nodes = tree.capacity
-    for name in ("mover_sign", "q_sign", "parent", "action", "visits", "value_sum", "terminal",
-                 "terminal_value", "legal", "children", "child_visits", "child_value_sum", "next_node", "keys"):
-        getattr(tree, name).index_copy_(0, rows, getattr(other, name))
-    if tree.prior is not None:
-        tree.prior.index_copy_(0, rows, other.prior)
+    for f in type(tree).FIELDS:
+        array = getattr(tree, f.name)
+        if array is not None:
+            array.index_copy_(0, rows, getattr(other, f.name))
+    tree.next_node.index_copy_(0, rows, other.next_node)
+    tree.keys.index_copy_(0, rows, other.keys)
     flat = (rows.unsqueeze(1) * nodes + torch.arange(nodes, device=rows.device)).view(-1)
     tree.states.put_(flat, other.states)
     return tree
@@ -291,36 +322,22 @@ def grow(tree: Tree, capacity: int) -> Tree:
     old = tree.capacity
     if capacity <= old:
         return tree
-    extra = capacity - old
+    batch, extra = tree.batch_size, capacity - old
 
     def widen(array, empty):
         if array is None:
             return None
-        pad = torch.full((array.shape[0], extra, *array.shape[2:]), empty, dtype=array.dtype, device=array.device)
+        pad = torch.full((batch, extra, *array.shape[2:]), empty, dtype=array.dtype, device=array.device)
         return torch.cat([array, pad], dim=1)
-
-    batch = tree.batch_size
 
     def widen_state(t):
         shaped = t.view(batch, old, *t.shape[1:])
         pad = shaped[:, :1].expand(batch, extra, *t.shape[1:])  # any valid position; overwritten when used
         return torch.cat([shaped, pad], dim=1).reshape(batch * capacity, *t.shape[1:])
 
-    return Tree(
+    return type(tree)(
         states=tree.states._map(widen_state),
-        mover_sign=widen(tree.mover_sign, 0.0),
-        q_sign=widen(tree.q_sign, 0.0),
-        parent=widen(tree.parent, -1),
-        action=widen(tree.action, -1),
-        visits=widen(tree.visits, 0.0),
-        value_sum=widen(tree.value_sum, 0.0),
-        terminal=widen(tree.terminal, False),
-        terminal_value=widen(tree.terminal_value, 0.0),
-        legal=widen(tree.legal, False),
-        children=widen(tree.children, -1),
-        child_visits=widen(tree.child_visits, 0.0),
-        child_value_sum=widen(tree.child_value_sum, 0.0),
-        prior=widen(tree.prior, 0.0),
         next_node=tree.next_node.clone(),
         keys=tree.keys.clone(),
+        **{f.name: widen(getattr(tree, f.name), f.empty) for f in type(tree).FIELDS},
     )
