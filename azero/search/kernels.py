@@ -311,6 +311,16 @@ def _gather_values(sources, targets, empties, old, count):  # pragma: no cover -
                 targets[i][base + j] = empties[i]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _fill_rows(targets, empties, start, stop):  # pragma: no cover - compiled
+    """Rows start..stop-1 of every target [B * N, width] set to its empty value."""
+    for i in range(len(targets)):
+        target, empty = targets[i], empties[i]
+        for row in range(start, stop):
+            for a in range(target.shape[1]):
+                target[row, a] = empty
+
+
 @njit(cache=True, nogil=True)
 def _gather_rows(sources, targets, empties, old, count):  # pragma: no cover - compiled
     batch, capacity = old.shape
@@ -322,11 +332,7 @@ def _gather_rows(sources, targets, empties, old, count):  # pragma: no cover - c
                 source, target = sources[i], targets[i]
                 for a in range(source.shape[1]):
                     target[base + j, a] = source[s, a]
-        for j in range(count[b], capacity):
-            for i in range(len(sources)):
-                target, empty = targets[i], empties[i]
-                for a in range(target.shape[1]):
-                    target[base + j, a] = empty
+        _fill_rows(targets, empties, base + count[b], base + capacity)
 
 
 @njit(cache=True, nogil=True)
@@ -346,11 +352,7 @@ def _gather_node_ids(sources, targets, empties, old, count):  # pragma: no cover
                     n = source[s, a]
                     renumbered = new_id[n] if n >= 0 else -1
                     target[base + j, a] = renumbered if renumbered >= 0 else empty
-        for j in range(count[b], capacity):
-            for i in range(len(sources)):
-                target, empty = targets[i], empties[i]
-                for a in range(target.shape[1]):
-                    target[base + j, a] = empty
+        _fill_rows(targets, empties, base + count[b], base + capacity)
 
 
 def subtree_nodes(children: torch.Tensor, parent: torch.Tensor, actions: torch.Tensor):
