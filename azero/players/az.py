@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import torch
+
 from games import Game
 from games.options import Option, read_option
 
@@ -14,7 +16,7 @@ from ..network import PRECISIONS, PolicyValueNet, precision_problem
 from ..player import Analysis, Player
 from ..search import choose, search_with_budget
 from ..search.network_search import NetworkSearch
-from .spec import SEED, PlayerEntry, PlayerSpec
+from .spec import PARALLEL, SEED, VIRTUAL_LOSS, PlayerEntry, PlayerSpec, leaves_per_step
 
 ARGUMENT = Option(None, str, metavar="CHECKPOINT", help="a checkpoint path")
 OPTIONS = {
@@ -22,36 +24,46 @@ OPTIONS = {
     "c_init": Option(1.25, float, low=0, help="PUCT exploration constant c_init"),
     "precision": Option("auto", str, choices=PRECISIONS, noun="precision",
                         help="the network's arithmetic, as search.precision in train.py --help-config"),
+    "parallel": PARALLEL,
+    "virtual_loss": VIRTUAL_LOSS,
     "seed": SEED,
 }
+NETWORK_LEAVES = {"cpu": 32}  # the most leaves "auto" gathers per step, by device type; others: 128
 
 
 class AZPlayer(Player):
     """A network with PUCT search; plays the most visited move (no noise)."""
 
     def __init__(self, game: Game, net: PolicyValueNet, simulations: int = 200, *, device="cpu", seed=0,
-                 name: str = "az", **search_options):
+                 name: str = "az", parallel: str | int = "auto", **search_options):
         super().__init__(game, seed)
         self.simulations = read_option("az: option sims", OPTIONS["sims"], simulations, error=UserError)
+        self.parallel = read_option("az: option parallel", OPTIONS["parallel"], str(parallel), error=UserError)
         self.searcher = NetworkSearch(game, net, device=device, **search_options)
-        self.spec = f"{name}:sims={simulations}"
+        self.widest = NETWORK_LEAVES.get(torch.device(device).type, 128)
+        self.spec = f"{name}:sims={simulations}" + (f",parallel={self.parallel}" if self.parallel != "auto" else "")
+
+    def leaves_per_step(self, simulations: int | None) -> int:
+        """The leaves each search step gathers per tree for a budget of `simulations` (None: time)."""
+        return leaves_per_step(self.parallel, simulations, self.widest)
 
     def analyse(self, states, keys=None, *, simulations=None, seconds=None, on_progress=None, should_stop=None):
         keys = self._keys(states, keys)
         if simulations is None and seconds is None and on_progress is None and should_stop is None:
             tree = self.searcher.fresh_tree(states, keys, self.simulations + 1)
             prior = tree.prior[:, 0].clone()
-            self.searcher.search(tree, self.simulations)
+            self.searcher.search(tree, self.simulations, parallel=self.leaves_per_step(self.simulations))
         else:
             prior, _ = self.searcher.evaluator(states, keys)
             live = None
             if on_progress is not None:
                 def live(tree):
                     on_progress(Analysis.from_tree(tree, tree.root_visits().argmax(dim=1), prior=prior))
+            simulations = simulations if simulations is not None or seconds is not None else self.simulations
             tree = search_with_budget(
                 self.game, states, self.searcher.evaluator, self.searcher.rule, keys,
-                simulations=simulations if simulations is not None or seconds is not None else self.simulations,
-                seconds=seconds, root_prior=prior, on_progress=live, should_stop=should_stop,
+                simulations=simulations, seconds=seconds, root_prior=prior, on_progress=live,
+                should_stop=should_stop, parallel=self.leaves_per_step(simulations),
             )
         action = choose("robust", tree.root_visits(), tree.child_value_sum[:, 0])
         return Analysis.from_tree(tree, action, prior=prior)
@@ -68,9 +80,10 @@ def build(game: Game, path: str, options: dict, *, device, seed) -> AZPlayer:
     data = load_checkpoint(path, game=game)
     _, net = network_from_checkpoint(data, device)
     return AZPlayer(game, net, options["sims"], device=device, seed=seed, name=f"az@{data['iteration']}",
-                    c_init=options["c_init"], precision=options["precision"])
+                    c_init=options["c_init"], precision=options["precision"], parallel=options["parallel"],
+                    virtual_loss=options["virtual_loss"])
 
 
 def make_az_player(spec: PlayerSpec, game: Game, *, device="cpu", seed: int | None = None) -> AZPlayer:
-    """The AZPlayer of a parsed `az:PATH[:sims=N,c_init=C,precision=P,seed=S]` spec."""
+    """The AZPlayer of a parsed `az:PATH[:sims=N,c_init=C,precision=P,parallel=K,virtual_loss=B,seed=S]` spec."""
     return PlayerEntry("az", build, "", ARGUMENT, OPTIONS).create(spec, game, device=device, seed=seed)

@@ -13,15 +13,19 @@ from ..player import Analysis, Player
 from ..search import CRITERIA, UCB1, RolloutEvaluator, Tree, choose, search, search_with_budget, simulate
 from ..search.final import max_robust_exists
 from ..search.tree import tree_bytes
-from .spec import SEED
+from .spec import PARALLEL, SEED, VIRTUAL_LOSS, leaves_per_step
 
 ARGUMENT = Option(None, int, low=1, metavar="ITERATIONS", help="a budget (iterations a move)")
 OPTIONS = {
     "c": Option(math.sqrt(2.0), float, low=0, help="UCB1 exploration constant, √2 unless given"),
     "final": Option("robust", str, choices=CRITERIA, noun="final-move criterion",
                     help="how the move is chosen among the root's children"),
+    "parallel": PARALLEL,
+    "virtual_loss": VIRTUAL_LOSS,
     "seed": SEED,
 }
+ROLLOUT_LEAVES = 64  # the most leaves "auto" gathers per step: one batched rollout of 64 games costs
+#                      little more per game than one of 1,024
 
 _SPARE_TREE_BYTES = 512 << 20  # players keep their last search tree for reuse up to this size
 
@@ -30,30 +34,39 @@ class UCTPlayer(Player):
     """Plain random-rollout UCT: UCB1 selection, one random untried move expanded per
     iteration, a uniformly random rollout, the result backed up (1 / 0.5 / 0)."""
 
-    def __init__(self, game, iterations=1000, c=math.sqrt(2.0), final="robust", seed=0, max_robust_extra=0.5):
+    def __init__(self, game, iterations=1000, c=math.sqrt(2.0), final="robust", seed=0, max_robust_extra=0.5,
+                 parallel: str | int = "auto", virtual_loss: bool = True):
         super().__init__(game, seed)
         final = read_option("uct: option final", OPTIONS["final"], final, error=UserError)
+        self.parallel = read_option("uct: option parallel", OPTIONS["parallel"], str(parallel), error=UserError)
         self.iterations, self.c, self.final = iterations, c, final
         self.max_robust_extra = max_robust_extra
-        self.rule = UCB1(c)
+        self.rule = UCB1(c, virtual_loss=virtual_loss)
         self.evaluator = RolloutEvaluator(game)
         options = ([f"c={c:g}"] if c != math.sqrt(2.0) else []) + ([f"final={final}"] if final != "robust" else [])
+        options += ([f"parallel={self.parallel}"] if self.parallel != "auto" else [])
+        options += ([] if virtual_loss else ["virtual_loss=false"])
         self.spec = f"uct:{iterations}" + (":" + ",".join(options) if options else "")
         self._spare: Tree | None = None  # the last search's tree, whose memory the next one reuses
+
+    def leaves_per_step(self, simulations: int | None) -> int:
+        """The leaves each search step gathers per tree for a budget of `simulations` (None: time)."""
+        return leaves_per_step(self.parallel, simulations, ROLLOUT_LEAVES)
 
     def analyse(self, states, keys=None, *, simulations=None, seconds=None, on_progress=None, should_stop=None):
         keys = self._keys(states, keys)
         if simulations is not None or seconds is not None or on_progress is not None or should_stop is not None:
+            simulations = simulations if simulations is not None or seconds is not None else self.iterations
             tree = search_with_budget(
                 self.game, states, self.evaluator, self.rule, keys,
-                simulations=simulations if simulations is not None or seconds is not None else self.iterations,
-                seconds=seconds, on_progress=_live(on_progress, self), should_stop=should_stop,
+                simulations=simulations, seconds=seconds, on_progress=_live(on_progress, self),
+                should_stop=should_stop, parallel=self.leaves_per_step(simulations),
             )
             final = "robust" if self.final == "max-robust" else self.final
             return Analysis.from_tree(tree, self._choose(final, tree))
         extra = int(self.iterations * self.max_robust_extra) if self.final == "max-robust" else 0
         tree = search(self.game, states, self.evaluator, self.rule, self.iterations, keys, extra_capacity=extra,
-                      reuse=self._spare)
+                      reuse=self._spare, parallel=self.leaves_per_step(self.iterations))
         # Keep it for the next move unless it is big: then two players' trees would both stay in memory.
         self._spare = tree if tree_bytes(tree) <= _SPARE_TREE_BYTES else None
         if self.final == "max-robust":
@@ -80,7 +93,7 @@ class UCTPlayer(Player):
             decided[ok] = choose("max-robust", tree.root_visits()[ok], tree.child_value_sum[ok, 0])
             if bool((decided >= 0).all()) or spent + chunk > extra:
                 break
-            simulate(tree, self.game, self.evaluator, self.rule, chunk)
+            simulate(tree, self.game, self.evaluator, self.rule, chunk, parallel=self.leaves_per_step(self.iterations))
             spent += chunk
         robust = self._choose("robust", tree)
         return torch.where(decided >= 0, decided, robust)
@@ -104,4 +117,5 @@ def _live(on_progress, player):
 
 
 def build(game, iterations, options, *, device, seed) -> UCTPlayer:
-    return UCTPlayer(game, iterations, c=options["c"], final=options["final"], seed=seed)
+    return UCTPlayer(game, iterations, c=options["c"], final=options["final"], seed=seed,
+                     parallel=options["parallel"], virtual_loss=options["virtual_loss"])

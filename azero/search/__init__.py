@@ -46,12 +46,14 @@ def search(
     root_prior: torch.Tensor | None = None,
     extra_capacity: int = 0,
     reuse: Tree | None = None,
+    parallel: int = 1,
 ) -> Tree:
     """Search each root with `num_simulations` simulations; returns the trees.
 
     roots: State [B] (unfinished games); keys: long [B] per-tree random keys;
     root_prior: float [B, A] (e.g. the network's policy with Dirichlet noise);
-    reuse: an earlier tree nobody reads any more, whose memory the new one may take.
+    reuse: an earlier tree nobody reads any more, whose memory the new one may take;
+    parallel: leaves gathered per tree for each evaluator call (search/engine.py).
     """
     tree = new_tree(
         game,
@@ -62,7 +64,7 @@ def search(
         with_prior=rule.uses_prior,
         reuse=reuse,
     )
-    return simulate(tree, game, evaluator, rule, num_simulations)
+    return simulate(tree, game, evaluator, rule, num_simulations, parallel=parallel)
 
 
 def search_with_budget(
@@ -78,10 +80,11 @@ def search_with_budget(
     chunk: int = 32,
     on_progress=None,
     should_stop=None,
+    parallel: int = 1,
 ) -> Tree:
     """Search until `simulations` are done, or until `seconds` pass (at least one chunk),
     or until `should_stop()` says so; the tree grows as needed. `on_progress(tree)` is
-    called after every chunk (live analysis)."""
+    called after every chunk (live analysis); a chunk is at least `parallel` simulations."""
     if simulations is None and seconds is None:
         raise ValueError("give simulations, seconds or both")
     import time
@@ -89,14 +92,14 @@ def search_with_budget(
     deadline = None if seconds is None else time.monotonic() + seconds
     capacity = (simulations or 1024) + 1
     tree = new_tree(game, roots, capacity, keys, root_prior=root_prior, with_prior=rule.uses_prior)
-    done = 0
+    done, chunk = 0, max(chunk, parallel)
     while True:
         step = chunk if simulations is None else min(chunk, simulations - done)
         if step <= 0:
             break
         if int(tree.next_node.max()) + step >= tree.capacity:
             tree = grow(tree, tree.capacity * 2)
-        simulate(tree, game, evaluator, rule, step)
+        simulate(tree, game, evaluator, rule, step, parallel=parallel)
         done += step
         if on_progress is not None:
             on_progress(tree)

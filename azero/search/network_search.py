@@ -60,15 +60,16 @@ class NetworkSearch:
     """PUCT search driven by a network, for all B positions at once."""
 
     def __init__(self, game: Game, net: PolicyValueNet, *, device="cpu", c_init=1.25, c_base=19652.0,
-                 fpu_reduction=0.0, precision="auto"):
+                 fpu_reduction=0.0, precision="auto", virtual_loss=True):
         self.game = game
         self.evaluator = NetworkEvaluator(net, game, device, precision)
-        self.rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction)
+        self.rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction, virtual_loss=virtual_loss)
 
     def fresh_tree(self, states: State, keys: torch.Tensor, capacity: int) -> Tree:
         """A tree per position whose root carries the network's prior (one forward pass)."""
         prior, _ = self.evaluator(states, keys)
         return new_tree(self.game, states, capacity, keys, root_prior=prior, with_prior=True)
 
-    def search(self, tree: Tree, simulations: int) -> Tree:
-        return simulate(tree, self.game, self.evaluator, self.rule, simulations)
+    def search(self, tree: Tree, simulations: int, parallel: int = 1) -> Tree:
+        """`simulations` more in each tree, `parallel` leaves per tree for each network call."""
+        return simulate(tree, self.game, self.evaluator, self.rule, simulations, parallel=parallel)

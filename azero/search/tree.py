@@ -76,6 +76,7 @@ FIELDS: tuple[TreeField, ...] = (
     per_node("action", torch.long, NO_ACTION, "action from the parent", from_parent=True),
     per_node("visits", torch.float32, 0.0, "simulations through the node"),
     per_node("value_sum", torch.float32, 0.0, "sum of values, the node's mover's view"),
+    per_node("pending", torch.float32, 0.0, "descents in flight through the node (leaf-parallel steps; 0 between steps)"),
     per_node("terminal", torch.bool, False, "the game is over at the node"),
     per_node("terminal_value", torch.float32, 0.0, "the result there, first player's view"),
     per_edge("legal", torch.bool, False, "legal actions at the node"),
