@@ -9,14 +9,16 @@ import torch
 
 from games import Game
 from games.options import Option, read_option
+from games.random import make_keys
 
 from ..checkpoint import load_checkpoint, network_from_checkpoint
 from ..errors import UserError
-from ..network import PRECISIONS, PolicyValueNet, precision_problem
+from ..network import LOW_PRECISION_MIN_BATCH, PRECISIONS, PolicyValueNet, precision_problem
 from ..player import Analysis, Player
-from ..search import choose, search_with_budget
+from ..search import Tree, choose, search_with_budget
+from ..search.tree import tree_bytes
 from ..search.network_search import NetworkSearch
-from .spec import PARALLEL, SEED, VIRTUAL_LOSS, PlayerEntry, PlayerSpec, leaves_per_step
+from .spec import PARALLEL, SEED, SPARE_TREE_BYTES, VIRTUAL_LOSS, PlayerEntry, PlayerSpec, leaves_per_step
 
 ARGUMENT = Option(None, str, metavar="CHECKPOINT", help="a checkpoint path")
 OPTIONS = {
@@ -42,6 +44,7 @@ class AZPlayer(Player):
         self.searcher = NetworkSearch(game, net, device=device, **search_options)
         self.widest = NETWORK_LEAVES.get(torch.device(device).type, 128)
         self.spec = f"{name}:sims={simulations}" + (f",parallel={self.parallel}" if self.parallel != "auto" else "")
+        self._spare: Tree | None = None  # the last timed search's tree, whose memory the next one reuses
 
     def leaves_per_step(self, simulations: int | None) -> int:
         """The leaves each search step gathers per tree for a budget of `simulations` (None: time)."""
@@ -63,13 +66,27 @@ class AZPlayer(Player):
             tree = search_with_budget(
                 self.game, states, self.searcher.evaluator, self.searcher.rule, keys,
                 simulations=simulations, seconds=seconds, root_prior=prior, on_progress=live,
-                should_stop=should_stop, parallel=self.leaves_per_step(simulations),
+                should_stop=should_stop, parallel=self.leaves_per_step(simulations), reuse=self._spare,
             )
+            self._spare = tree if tree_bytes(tree) <= SPARE_TREE_BYTES else None
         action = choose("robust", tree.root_visits(), tree.child_value_sum[:, 0])
         return Analysis.from_tree(tree, action, prior=prior)
 
     def act(self, states, keys=None):
         return self.analyse(states, keys).action
+
+    def close(self) -> None:
+        self._spare = None
+
+    def prepare(self, state) -> None:
+        """Build the network's inference modules for every batch a search calls it with (one
+        position, a few, a full step of leaves: their arithmetic may differ, int8 calibrates
+        once) and compile the search's loops (a short search)."""
+        evaluator = self.searcher.evaluator
+        widest = self.leaves_per_step(None)
+        for size in sorted({1, 2, widest, max(widest, LOW_PRECISION_MIN_BATCH)}):
+            evaluator(state.repeat_interleave(size))
+        self.analyse(state, make_keys(self.seed, state.batch_size), simulations=2 * widest)
 
 
 def build(game: Game, path: str, options: dict, *, device, seed) -> AZPlayer:

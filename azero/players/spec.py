@@ -18,6 +18,7 @@ from ..errors import UserError
 from ..player import Player
 
 SEED = Option(None, int, help="random seed, the command's seed unless given")
+SPARE_TREE_BYTES = 512 << 20  # search players keep their last tree for reuse up to this size
 PARALLEL = Option(
     "auto", str, check=lambda text: text == "auto" or (text.isdigit() and int(text) >= 1),
     allowed="auto or a whole number at least 1", metavar="K",

@@ -7,13 +7,14 @@ import math
 import torch
 
 from games.options import Option, read_option
+from games.random import make_keys
 
 from ..errors import UserError
 from ..player import Analysis, Player
 from ..search import CRITERIA, UCB1, RolloutEvaluator, Tree, choose, search, search_with_budget, simulate
 from ..search.final import max_robust_exists
 from ..search.tree import tree_bytes
-from .spec import PARALLEL, SEED, VIRTUAL_LOSS, leaves_per_step
+from .spec import PARALLEL, SEED, SPARE_TREE_BYTES, VIRTUAL_LOSS, leaves_per_step
 
 ARGUMENT = Option(None, int, low=1, metavar="ITERATIONS", help="a budget (iterations a move)")
 OPTIONS = {
@@ -27,7 +28,6 @@ OPTIONS = {
 ROLLOUT_LEAVES = 64  # the most leaves "auto" gathers per step: one batched rollout of 64 games costs
 #                      little more per game than one of 1,024
 
-_SPARE_TREE_BYTES = 512 << 20  # players keep their last search tree for reuse up to this size
 
 
 class UCTPlayer(Player):
@@ -60,20 +60,25 @@ class UCTPlayer(Player):
             tree = search_with_budget(
                 self.game, states, self.evaluator, self.rule, keys,
                 simulations=simulations, seconds=seconds, on_progress=_live(on_progress, self),
-                should_stop=should_stop, parallel=self.leaves_per_step(simulations),
+                should_stop=should_stop, parallel=self.leaves_per_step(simulations), reuse=self._spare,
             )
+            self._keep(tree)
             final = "robust" if self.final == "max-robust" else self.final
             return Analysis.from_tree(tree, self._choose(final, tree))
         extra = int(self.iterations * self.max_robust_extra) if self.final == "max-robust" else 0
         tree = search(self.game, states, self.evaluator, self.rule, self.iterations, keys, extra_capacity=extra,
                       reuse=self._spare, parallel=self.leaves_per_step(self.iterations))
-        # Keep it for the next move unless it is big: then two players' trees would both stay in memory.
-        self._spare = tree if tree_bytes(tree) <= _SPARE_TREE_BYTES else None
+        self._keep(tree)
         if self.final == "max-robust":
             action = self._search_until_max_robust(tree, extra)
         else:
             action = self._choose(self.final, tree)
         return Analysis.from_tree(tree, action)
+
+    def _keep(self, tree: Tree) -> None:
+        """Keep the tree's memory for the next move unless it is big: then two players' trees
+        would both stay in memory."""
+        self._spare = tree if tree_bytes(tree) <= SPARE_TREE_BYTES else None
 
     def _choose(self, criterion: str, tree: Tree) -> torch.Tensor:
         """The root move by `criterion`; ties in visits go to the child expanded first (classic UCT)."""
@@ -100,6 +105,13 @@ class UCTPlayer(Player):
 
     def act(self, states, keys=None):
         return self.analyse(states, keys).action
+
+    def prepare(self, state) -> None:
+        """Compile the search's loops and the game's (a short search of each kind a move may run)."""
+        keys = make_keys(self.seed, state.batch_size)
+        steps = 2 * self.leaves_per_step(None)
+        self.analyse(state, keys, simulations=steps)  # the kind a clock runs
+        search(self.game, state, self.evaluator, self.rule, steps, keys, parallel=self.leaves_per_step(steps))
 
     def close(self) -> None:
         self._spare = None

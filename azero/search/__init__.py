@@ -81,17 +81,22 @@ def search_with_budget(
     on_progress=None,
     should_stop=None,
     parallel: int = 1,
+    reuse: Tree | None = None,
 ) -> Tree:
-    """Search until `simulations` are done, or until `seconds` pass (at least one chunk),
-    or until `should_stop()` says so; the tree grows as needed. `on_progress(tree)` is
-    called after every chunk (live analysis); a chunk is at least `parallel` simulations."""
+    """Search until `simulations` are done, or until `seconds` pass (at least one chunk; no
+    chunk is begun that the last one's duration says would end past the deadline), or until
+    `should_stop()` says so; the tree grows as needed. `on_progress(tree)` is called after
+    every chunk (live analysis); a chunk is at least `parallel` simulations. `reuse`: an
+    earlier tree nobody reads any more, whose memory (and size, if larger) the new one takes."""
     if simulations is None and seconds is None:
         raise ValueError("give simulations, seconds or both")
     import time
 
     deadline = None if seconds is None else time.monotonic() + seconds
     capacity = (simulations or 1024) + 1
-    tree = new_tree(game, roots, capacity, keys, root_prior=root_prior, with_prior=rule.uses_prior)
+    if reuse is not None and reuse.batch_size == roots.batch_size and simulations is None:
+        capacity = max(capacity, reuse.capacity)
+    tree = new_tree(game, roots, capacity, keys, root_prior=root_prior, with_prior=rule.uses_prior, reuse=reuse)
     done, chunk = 0, max(chunk, parallel)
     while True:
         step = chunk if simulations is None else min(chunk, simulations - done)
@@ -99,11 +104,13 @@ def search_with_budget(
             break
         if int(tree.next_node.max()) + step >= tree.capacity:
             tree = grow(tree, tree.capacity * 2)
+        began = time.monotonic()
         simulate(tree, game, evaluator, rule, step, parallel=parallel)
         done += step
         if on_progress is not None:
             on_progress(tree)
-        if deadline is not None and time.monotonic() >= deadline:
+        now = time.monotonic()
+        if deadline is not None and now + (now - began) >= deadline:
             break
         if should_stop is not None and should_stop():
             break
