@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -230,9 +231,32 @@ def test_player_specs_parse_and_errors_are_clear():
         ("uct:100:final=best", "final-move criterion"),
         ("mcts:100", "unknown player"),
         ("uct:0", "at least 1"),
+        ("uct:100:parallel=0", "auto or a whole number at least 1"),
+        ("uct:100:parallel=many", "auto or a whole number at least 1"),
+        ("uct:100:seconds=0", "at least 0.001"),
+        ("az:x.pt:parallel=-2", "auto or a whole number at least 1"),
     ):
         with pytest.raises(UserError, match=message):
             make(bad, game)
+    assert make("uct:100:parallel=8,virtual_loss=false", game).spec == "uct:100:parallel=8,virtual_loss=false"
+    assert make("uct:100:parallel=auto", game).spec == "uct:100"
+
+
+def test_auto_leaf_parallelism_follows_the_budget():
+    game = games.make("tictactoe")
+    assert [make(f"uct:{n}", game).leaves_per_step(n) for n in (1, 25, 800, 5000)] == [1, 5, 28, 64]
+    assert make("uct:5000", game).leaves_per_step(None) == 64  # a budget in seconds: the widest step
+    assert make("uct:5000:parallel=3", game).leaves_per_step(5000) == 3
+
+
+def test_a_player_with_its_own_clock_searches_for_that_long():
+    game = games.make("gomoku", size=8, k=5)
+    player = make("uct:10000000:seconds=0.3", game)
+    player.prepare(game.initial_state(1))
+    start = time.monotonic()
+    analysis = player.analyse(game.initial_state(1))
+    spent = time.monotonic() - start
+    assert 0.15 < spent < 3 and 0 < float(analysis.visits.sum()) < 10000000
 
 
 def test_evaluate_script_prints_json_and_user_errors_are_one_line():

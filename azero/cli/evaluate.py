@@ -57,6 +57,8 @@ def main(argv=None) -> int:
     try:
         players.append(make(args.a, game, device=args.device, seed=args.seed))
         players.append(make(args.b, game, device=args.device, seed=args.seed + 1))
+        for player in players:  # compiling and network modules before the first move (players with a clock)
+            player.prepare(game.initial_state(1, args.device))
         result = play_match(game, *players, args.games, seed=args.seed, batch=args.batch,
                             progress=not args.json and sys.stderr.isatty(), record_moves=bool(args.sgf))
     finally:

@@ -18,7 +18,8 @@ from ..player import Analysis, Player
 from ..search import Tree, choose, search_with_budget
 from ..search.tree import tree_bytes
 from ..search.network_search import NetworkSearch
-from .spec import PARALLEL, SEED, SPARE_TREE_BYTES, VIRTUAL_LOSS, PlayerEntry, PlayerSpec, leaves_per_step
+from .spec import (PARALLEL, SECONDS, SEED, SPARE_TREE_BYTES, VIRTUAL_LOSS, PlayerEntry, PlayerSpec,
+                   leaves_per_step)
 
 ARGUMENT = Option(None, str, metavar="CHECKPOINT", help="a checkpoint path")
 OPTIONS = {
@@ -28,6 +29,7 @@ OPTIONS = {
                         help="the network's arithmetic, as search.precision in train.py --help-config"),
     "parallel": PARALLEL,
     "virtual_loss": VIRTUAL_LOSS,
+    "seconds": SECONDS,
     "seed": SEED,
 }
 NETWORK_LEAVES = {"cpu": 32}  # the most leaves "auto" gathers per step, by device type; others: 128
@@ -37,13 +39,15 @@ class AZPlayer(Player):
     """A network with PUCT search; plays the most visited move (no noise)."""
 
     def __init__(self, game: Game, net: PolicyValueNet, simulations: int = 200, *, device="cpu", seed=0,
-                 name: str = "az", parallel: str | int = "auto", **search_options):
+                 name: str = "az", parallel: str | int = "auto", seconds: float | None = None, **search_options):
         super().__init__(game, seed)
         self.simulations = read_option("az: option sims", OPTIONS["sims"], simulations, error=UserError)
         self.parallel = read_option("az: option parallel", OPTIONS["parallel"], str(parallel), error=UserError)
         self.searcher = NetworkSearch(game, net, device=device, **search_options)
         self.widest = NETWORK_LEAVES.get(torch.device(device).type, 128)
         self.spec = f"{name}:sims={simulations}" + (f",parallel={self.parallel}" if self.parallel != "auto" else "")
+        self.spec += f",seconds={seconds:g}" if seconds else ""
+        self.seconds = seconds
         self._spare: Tree | None = None  # the last timed search's tree, whose memory the next one reuses
 
     def leaves_per_step(self, simulations: int | None) -> int:
@@ -52,6 +56,8 @@ class AZPlayer(Player):
 
     def analyse(self, states, keys=None, *, simulations=None, seconds=None, on_progress=None, should_stop=None):
         keys = self._keys(states, keys)
+        if simulations is None and seconds is None and self.seconds is not None:  # the player's own clock
+            simulations, seconds = self.simulations, self.seconds
         if simulations is None and seconds is None and on_progress is None and should_stop is None:
             tree = self.searcher.fresh_tree(states, keys, self.simulations + 1)
             prior = tree.prior[:, 0].clone()
@@ -98,7 +104,7 @@ def build(game: Game, path: str, options: dict, *, device, seed) -> AZPlayer:
     _, net = network_from_checkpoint(data, device)
     return AZPlayer(game, net, options["sims"], device=device, seed=seed, name=f"az@{data['iteration']}",
                     c_init=options["c_init"], precision=options["precision"], parallel=options["parallel"],
-                    virtual_loss=options["virtual_loss"])
+                    virtual_loss=options["virtual_loss"], seconds=options["seconds"])
 
 
 def make_az_player(spec: PlayerSpec, game: Game, *, device="cpu", seed: int | None = None) -> AZPlayer:

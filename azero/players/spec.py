@@ -24,6 +24,8 @@ PARALLEL = Option(
     allowed="auto or a whole number at least 1", metavar="K",
     help="leaves each search step gathers from the tree for one evaluator call (auto: from the budget)",
 )
+SECONDS = Option(None, float, low=0.001, metavar="S",
+                 help="search time a move (the budget then caps it); in a match, play one game at a time (--batch 1)")
 VIRTUAL_LOSS = Option(True, bool, metavar="true|false", help="leaves in flight count as lost visits (false: as visits only, WU-UCT)")
 
 

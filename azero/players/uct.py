@@ -14,7 +14,7 @@ from ..player import Analysis, Player
 from ..search import CRITERIA, UCB1, RolloutEvaluator, Tree, choose, search, search_with_budget, simulate
 from ..search.final import max_robust_exists
 from ..search.tree import tree_bytes
-from .spec import PARALLEL, SEED, SPARE_TREE_BYTES, VIRTUAL_LOSS, leaves_per_step
+from .spec import PARALLEL, SECONDS, SEED, SPARE_TREE_BYTES, VIRTUAL_LOSS, leaves_per_step
 
 ARGUMENT = Option(None, int, low=1, metavar="ITERATIONS", help="a budget (iterations a move)")
 OPTIONS = {
@@ -23,6 +23,7 @@ OPTIONS = {
                     help="how the move is chosen among the root's children"),
     "parallel": PARALLEL,
     "virtual_loss": VIRTUAL_LOSS,
+    "seconds": SECONDS,
     "seed": SEED,
 }
 ROLLOUT_LEAVES = 64  # the most leaves "auto" gathers per step: one batched rollout of 64 games costs
@@ -35,7 +36,7 @@ class UCTPlayer(Player):
     iteration, a uniformly random rollout, the result backed up (1 / 0.5 / 0)."""
 
     def __init__(self, game, iterations=1000, c=math.sqrt(2.0), final="robust", seed=0, max_robust_extra=0.5,
-                 parallel: str | int = "auto", virtual_loss: bool = True):
+                 parallel: str | int = "auto", virtual_loss: bool = True, seconds: float | None = None):
         super().__init__(game, seed)
         final = read_option("uct: option final", OPTIONS["final"], final, error=UserError)
         self.parallel = read_option("uct: option parallel", OPTIONS["parallel"], str(parallel), error=UserError)
@@ -45,8 +46,9 @@ class UCTPlayer(Player):
         self.evaluator = RolloutEvaluator(game)
         options = ([f"c={c:g}"] if c != math.sqrt(2.0) else []) + ([f"final={final}"] if final != "robust" else [])
         options += ([f"parallel={self.parallel}"] if self.parallel != "auto" else [])
-        options += ([] if virtual_loss else ["virtual_loss=false"])
+        options += ([] if virtual_loss else ["virtual_loss=false"]) + ([f"seconds={seconds:g}"] if seconds else [])
         self.spec = f"uct:{iterations}" + (":" + ",".join(options) if options else "")
+        self.seconds = seconds
         self._spare: Tree | None = None  # the last search's tree, whose memory the next one reuses
 
     def leaves_per_step(self, simulations: int | None) -> int:
@@ -55,6 +57,8 @@ class UCTPlayer(Player):
 
     def analyse(self, states, keys=None, *, simulations=None, seconds=None, on_progress=None, should_stop=None):
         keys = self._keys(states, keys)
+        if simulations is None and seconds is None and self.seconds is not None:  # the player's own clock
+            simulations, seconds = self.iterations, self.seconds
         if simulations is not None or seconds is not None or on_progress is not None or should_stop is not None:
             simulations = simulations if simulations is not None or seconds is not None else self.iterations
             tree = search_with_budget(
@@ -130,4 +134,4 @@ def _live(on_progress, player):
 
 def build(game, iterations, options, *, device, seed) -> UCTPlayer:
     return UCTPlayer(game, iterations, c=options["c"], final=options["final"], seed=seed,
-                     parallel=options["parallel"], virtual_loss=options["virtual_loss"])
+                     parallel=options["parallel"], virtual_loss=options["virtual_loss"], seconds=options["seconds"])
