@@ -11,14 +11,14 @@ from games.options import Option, read_option
 from ..checkpoint import load_checkpoint, network_from_checkpoint
 from ..errors import UserError
 from ..network import PRECISIONS, PolicyValueNet, precision_problem
-from ..player import Analysis, Player
+from ..player import MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from ..search import choose, search_with_budget
 from ..search.network_search import NetworkSearch
 from .spec import SEED, PlayerEntry, PlayerSpec
 
 ARGUMENT = Option(None, str, metavar="CHECKPOINT", help="a checkpoint path")
 OPTIONS = {
-    "sims": Option(200, int, low=1, help="PUCT simulations a move"),
+    "sims": Option(200, int, low=1, high=MAX_SIMULATIONS, allowed=SIMULATIONS_ALLOWED, help="PUCT simulations a move"),
     "c_init": Option(1.25, float, low=0, help="PUCT exploration constant c_init"),
     "precision": Option("auto", str, choices=PRECISIONS, noun="precision",
                         help="the network's arithmetic, as search.precision in train.py --help-config"),

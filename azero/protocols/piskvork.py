@@ -24,6 +24,7 @@ from games import GameError
 
 from .. import __version__
 from ..errors import UserError
+from ..player import MAX_SECONDS
 from ..session import Engine
 
 MARGIN = 0.85  # share of the allowed time spent searching
@@ -119,7 +120,7 @@ class Brain:
         if self.time_left is not None:
             empty = self.width * self.height - len(self.board)
             allowed = min(allowed, self.time_left / max(empty / 2, 1))
-        return max(0.01, allowed * MARGIN - OVERHEAD)
+        return min(max(0.01, allowed * MARGIN - OVERHEAD), MAX_SECONDS)
 
     def _move(self) -> None:
         state = self._state()

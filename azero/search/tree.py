@@ -26,7 +26,7 @@ import torch
 
 from games import NO_ACTION, Game, State, player_sign
 
-from . import kernels
+from . import kernels, memory
 
 ROOT = 0  # every tree's root node
 NO_PARENT = -1  # the parent of the root and of unused nodes
@@ -178,6 +178,7 @@ def new_tree(
     device = roots.device
     if bool(roots.done.any()):
         raise ValueError("search was asked to search a finished game")
+    memory.check_tree_size(batch, nodes, node_bytes(roots, actions, with_prior))
     states = _refill_states(reuse.states, roots, nodes) if reuse is not None else None
     if states is None:
         states = roots.repeat_interleave(nodes)
@@ -201,6 +202,16 @@ def new_tree(
             root_prior = legal.float() / legal.sum(dim=1, keepdim=True).clamp(min=1)
         tree.prior[:, ROOT] = root_prior
     return tree
+
+
+def node_bytes(states: State, actions: int, with_prior: bool) -> int:
+    """The bytes one node takes in a tree's arrays: its position and its entry in every field."""
+    total = sum(torch.empty((), dtype=f.dtype).element_size() * (actions if f.per_edge else 1)
+                for f in Tree.FIELDS if with_prior or not f.with_prior)
+    for f in dataclasses.fields(states):
+        array = getattr(states, f.name)
+        total += array.numel() // max(array.shape[0], 1) * array.element_size()
+    return total
 
 
 def tree_bytes(tree: Tree) -> int:
@@ -323,6 +334,7 @@ def grow(tree: Tree, capacity: int) -> Tree:
     if capacity <= old:
         return tree
     batch, extra = tree.batch_size, capacity - old
+    memory.check_tree_size(batch, capacity, node_bytes(tree.states, tree.num_actions, tree.prior is not None))
 
     def widen(array, empty):
         if array is None:
