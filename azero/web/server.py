@@ -23,6 +23,7 @@ from games import Game, GameError
 from ..errors import UserError
 from ..player import Analysis
 from ..session import Engine, GameSession, describe_analysis
+from . import guard
 
 STATIC = {"/": ("index.html", "text/html"), "/app.js": ("app.js", "text/javascript"),
           "/style.css": ("style.css", "text/css")}
@@ -237,7 +238,26 @@ def make_handler(gui: Gui):
         def _json(self, code: int, data: dict) -> None:
             self._send(code, json.dumps(data).encode(), "application/json")
 
+        def send_error(self, code, message=None, explain=None):  # malformed requests, unknown methods
+            self.close_connection = True
+            self._json(code, {"error": message or explain or "bad request"})
+
+        def _refused(self, *, changes_state: bool) -> bool:
+            """Answer a request the guard refuses (azero/web/guard.py); True if it was refused."""
+            port = self.server.server_address[1]
+            try:
+                guard.check_host(self.headers, port)
+                if changes_state:
+                    guard.check_sender(self.headers, port)
+            except guard.Refused as refusal:
+                self.close_connection = True
+                self._json(refusal.status, {"error": refusal.message})
+                return True
+            return False
+
         def do_GET(self):
+            if self._refused(changes_state=False):
+                return None
             path = self.path.split("?")[0]
             if path == "/api/state":
                 return self._json(200, gui.snapshot())
@@ -260,12 +280,18 @@ def make_handler(gui: Gui):
             self._json(404, {"error": f"no such page {path}"})
 
         def do_POST(self):
-            length = int(self.headers.get("Content-Length") or 0)
+            if self._refused(changes_state=True):
+                return None
             try:
-                data = json.loads(self.rfile.read(length) or b"{}")
+                body = self.rfile.read(guard.body_length(self.headers))
+            except guard.Refused as refusal:
+                self.close_connection = True
+                return self._json(refusal.status, {"error": refusal.message})
+            try:
+                data = json.loads(body or b"{}")
                 if not isinstance(data, dict):
                     raise ValueError
-            except ValueError:
+            except (ValueError, RecursionError):
                 return self._json(400, {"error": "the request body must be a JSON object"})
             try:
                 if self.path == "/api/move":
@@ -281,6 +307,8 @@ def make_handler(gui: Gui):
                     return self._json(404, {"error": f"no such request {self.path}"})
             except (GameError, UserError) as error:
                 return self._json(400, {"error": str(error)})
+            except Exception as error:  # a bug answers an error and the board keeps serving
+                return self._json(500, {"error": f"internal error: {type(error).__name__}: {error}"})
             self._json(200, gui.snapshot())
 
     return Handler
