@@ -131,6 +131,11 @@ class Config:
         return "\n".join(lines)
 
 
+def toml_text(value) -> str:
+    """A config value as TOML writes it: 64, 0.25, true, "gomoku:size=8", [100, 300]."""
+    return _toml_value(value)
+
+
 def _toml_value(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -224,6 +229,13 @@ def load_config(*, game: str | None = None, path: str | Path | None = None, over
             raise ConfigError(f"--set {item!r}: write section.key=value, e.g. search.simulations=128")
         _apply(config, section, name, value.strip(), from_text=True, origin="--set")
     return config
+
+
+def differences(first: Config, second: Config) -> list[tuple[str, object, object]]:
+    """(section.key, value in first, value in second) for every key where the two configs differ."""
+    a, b = first.to_dict(), second.to_dict()
+    return [(f"{section}.{key}", a[section][key], b[section][key])
+            for section in a for key in a[section] if a[section][key] != b[section][key]]
 
 
 def config_from_dict(data: dict) -> Config:
