@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -95,11 +96,27 @@ def safe_load(path: str | Path, what: str = "file") -> Any:
     path = Path(path)
     if not path.exists():
         raise UserError(f"{what} not found: {path}")
+    if not path.is_file():
+        raise UserError(f"{path} is not a {what}: it is not a file")
+    _check_archive(path, what)
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # truncated zip, not a torch file, unsafe content, ...
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise UserError(f"{path} is not a readable {what} (damaged or truncated?): {reason[:160]}") from None
+
+
+def _check_archive(path: Path, what: str) -> None:
+    """UserError unless `path` is a zip archive (torch.save's format) whose every member matches its
+    checksum: torch.load reads damaged bytes without noticing (a flipped bit in a weight loads as it is)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()
+    except Exception as error:  # not a zip, truncated, a header that lies about sizes, ...
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UserError(f"{path} is not a readable {what} (damaged or truncated?): {reason[:160]}") from None
+    if damaged is not None:
+        raise UserError(f"{path} is damaged: its part {damaged} does not match its checksum")
 
 
 def network_checkpoint(net: PolicyValueNet, game: Game, iteration: int, **extra) -> dict:

@@ -175,3 +175,28 @@ def test_another_page_in_the_browser_cannot_drive_or_read_the_board(board, brows
     page.locator(f'#board .cell[data-index="{free}"]').click()
     page.wait_for_function("document.querySelectorAll('#board .stone').length === 4", timeout=60_000)
     assert gui.session.actions[2] == free
+
+
+def test_a_client_that_stalls_mid_request_is_dropped(monkeypatch):
+    import socket
+
+    from azero.web import guard
+
+    monkeypatch.setattr(guard, "READ_SECONDS", 1.0)
+    game = games.make("gomoku", size=7, k=4)
+    gui = Gui(game, Engine(game, "random"), human=0)
+    server = start_server(gui, 0)
+    port = server.server_address[1]
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=15) as connection:
+            connection.sendall(f"POST /api/move HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json"
+                               "\r\nContent-Length: 100\r\n\r\n{\"act".encode())
+            started = time.monotonic()
+            while connection.recv(65536):  # the server gives up on the body and closes
+                pass
+            assert time.monotonic() - started < 10
+        code, answer = request(port, "GET", "/api/state", None, own(port))
+        assert code == 200 and answer["moves"] == []
+    finally:
+        gui.close()
+        server.shutdown()

@@ -162,7 +162,7 @@ class GTPEngine:
             return True
         words = text.split()
         number = ""
-        if words[0].isdigit():
+        if words[0].isascii() and words[0].isdigit():  # an id ('¹' and '٣' are digits to Python, not to GTP)
             number = words.pop(0)
             if not words:
                 return self._reply(number, False, "syntax error: an id without a command")
@@ -214,7 +214,7 @@ class GTPEngine:
 
     def gtp_boardsize(self, args):
         (size,) = self._arguments(args, 1, "boardsize SIZE")
-        if not size.isdigit():
+        if not (size.isascii() and size.isdigit()):
             raise GameError(f"syntax error: boardsize {size!r} is not a number")
         game = self._remake("unacceptable size", size=int(size))
         self._save()

@@ -12,12 +12,14 @@ there. So every request is checked before it is answered:
   (Origin, Sec-Fetch-Site), that must be the board's own page. A request with neither
   header comes from a program, not from a page in a browser (browsers send Origin with
   every POST from a page).
-* A body is read only up to MAX_BODY bytes and only as long as Content-Length says.
+* A body is read only up to MAX_BODY bytes and only as long as Content-Length says, and a
+  connection that stalls for READ_SECONDS is closed (it would hold a thread for ever).
 """
 
 from __future__ import annotations
 
 MAX_BODY = 64 << 10  # bytes; the board's requests are a few dozen
+READ_SECONDS = 20.0  # a connection that sends nothing for this long is closed
 
 
 class Refused(Exception):

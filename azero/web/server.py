@@ -224,6 +224,8 @@ class Gui:
 
 def make_handler(gui: Gui):
     class Handler(BaseHTTPRequestHandler):
+        timeout = guard.READ_SECONDS  # a client that stops sending mid-request is dropped, its thread freed
+
         def log_message(self, format, *args):  # quiet
             pass
 
@@ -233,7 +235,8 @@ def make_handler(gui: Gui):
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
             self.end_headers()
-            self.wfile.write(body)
+            if self.command != "HEAD":
+                self.wfile.write(body)
 
         def _json(self, code: int, data: dict) -> None:
             self._send(code, json.dumps(data).encode(), "application/json")
