@@ -69,13 +69,11 @@ def check_folder(run_dir: Path) -> int:
         except ValueError:
             assert number == len(lines) - 1, f"a damaged line inside metrics.jsonl: {line!r}"
     assert whole == list(range(1, len(whole) + 1)) and len(whole) in (saved, saved + 1), (whole, saved)
-    found = chunks(run_dir / "replay")
-    for iteration, count, chunk in found:
-        if iteration <= saved:
-            data = safe_load(chunk, "replay file")
-            assert data["iteration"] == iteration and len(data["value"]) == count
-    assert [i for i, _, _ in found if i <= saved] == list(range(saved - len([1 for i, _, _ in found if i <= saved])
-                                                                + 1, saved + 1))
+    kept = [(iteration, count, chunk) for iteration, count, chunk in chunks(run_dir / "replay") if iteration <= saved]
+    for iteration, count, chunk in kept:
+        data = safe_load(chunk, "replay file")
+        assert data["iteration"] == iteration and len(data["value"]) == count
+    assert [iteration for iteration, _, _ in kept] == list(range(saved - len(kept) + 1, saved + 1))  # the newest
     return saved
 
 

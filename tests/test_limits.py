@@ -54,8 +54,17 @@ def test_a_big_search_grows_its_tree_with_its_simulations_and_searches_the_same(
     whole = search(game, roots, RolloutEvaluator(game), UCB1(), 1500, keys)
     assert whole.capacity == 1501
     monkeypatch.setattr(search_module, "INITIAL_TREE_BYTES", 1)  # start at MIN_NODES, then double
+    used_at_growth = []
+
+    def grow(tree, capacity):
+        used_at_growth.append((int(tree.next_node.max()), tree.capacity))
+        return search_module.tree.grow(tree, capacity)
+
+    monkeypatch.setattr(search_module, "grow", grow)
     grown = search(game, roots, RolloutEvaluator(game), UCB1(), 1500, keys, extra_capacity=10)
     assert grown.capacity == 1511
+    assert [capacity for _, capacity in used_at_growth[:5]] == [64, 128, 256, 512, 1024]
+    assert all(used > capacity - 64 for used, capacity in used_at_growth[:-1])  # grown only when (nearly) full
     assert torch.equal(grown.root_visits(), whole.root_visits())
     used = int(whole.next_node.max())
     assert torch.equal(grown.child_value_sum[:, :used], whole.child_value_sum[:, :used])

@@ -94,7 +94,7 @@ def _time_numbers(texts: list[str], kinds: tuple, usage: str) -> list:
             raise GameError(f"syntax error: {usage} takes numbers") from None
         limit = 1_000_000 if kind is int else 366 * 24 * 3600.0
         if not 0 <= value <= limit:  # (false for nan too)
-            raise GameError(f"syntax error: {text} is out of range in {usage}; allowed: 0..{limit:,g}")
+            raise GameError(f"syntax error: {text} is out of range in {usage}; allowed: 0..{limit:,.0f}")
         values.append(value)
     return values
 

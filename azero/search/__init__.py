@@ -73,10 +73,10 @@ def search(
     done = 0
     while done < num_simulations:
         room = tree.capacity - int(tree.next_node.max())  # each simulation adds at most one node a tree
-        if room < num_simulations - done and tree.capacity < needed:
+        step = min(num_simulations - done, room)
+        if step < min(num_simulations - done, MIN_NODES) and tree.capacity < needed:  # (nearly) full: grow
             tree = grow(tree, min(needed, 2 * tree.capacity))
             continue
-        step = min(num_simulations - done, room)
         simulate(tree, game, evaluator, rule, step)
         done += step
     if extra_capacity:
