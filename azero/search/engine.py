@@ -63,8 +63,11 @@ def _rows(array: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
 def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor, active: torch.Tensor | None = None) -> NodeView:
     """The NodeView of node `flat` (index b * N + n) of each tree."""
     visits = _rows(tree.visits, flat)
-    if tree.prior is not None:  # only PUCT's first-play urgency needs the node's own value
-        q = _rows(tree.value_sum, flat) / visits.clamp(min=1) * _rows(tree.q_sign, flat)
+    raw_value = None
+    if tree.prior is not None:  # PUCT's first-play urgency and Gumbel's mixed value need the node's own values
+        q_sign = _rows(tree.q_sign, flat)
+        q = _rows(tree.value_sum, flat) / visits.clamp(min=1) * q_sign
+        raw_value = _rows(tree.raw_value, flat) * q_sign
     else:
         q = torch.zeros_like(visits)
     return NodeView(
@@ -76,6 +79,7 @@ def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor, activ
         legal=_rows(tree.legal, flat),
         uniform=uniform_draw,
         active=active,
+        raw_value=raw_value,
     )
 
 
@@ -85,16 +89,22 @@ def simulate(
     evaluator: Evaluator,
     rule: Rule,
     num_simulations: int,
+    *,
+    root_action: torch.Tensor | None = None,
 ) -> Tree:
-    """Run `num_simulations` simulations in each of the B trees (in place); returns the tree."""
+    """Run `num_simulations` simulations in each of the B trees (in place); returns the tree.
+
+    root_action: long [B], the action every simulation of this call takes at each root
+    instead of the rule's choice (Gumbel's sequential halving chooses there, search/gumbel.py).
+    """
     # Inference mode spares the many small tensor operations autograd's bookkeeping. The
     # tree's arrays stay normal tensors (only written in place here), and nothing made here
     # outlives the call (caches that do are built with inference mode off).
     with torch.inference_mode():
-        return _simulate(tree, game, evaluator, rule, num_simulations)
+        return _simulate(tree, game, evaluator, rule, num_simulations, root_action)
 
 
-def _simulate(tree, game, evaluator, rule, num_simulations) -> Tree:
+def _simulate(tree, game, evaluator, rule, num_simulations, root_action=None) -> Tree:
     batch, capacity, actions = tree.batch_size, tree.capacity, tree.num_actions
     device = tree.visits.device
     rows = torch.arange(batch, device=device)
@@ -102,8 +112,8 @@ def _simulate(tree, game, evaluator, rule, num_simulations) -> Tree:
     needs_keys = rule.uses_uniform or getattr(evaluator, "uses_keys", True)
     # each simulation adds at most one node to a tree: check fullness only when it can happen
     check_full = int(tree.next_node.max()) + num_simulations > capacity
-    if kernels.supports(rule, tree):
-        return _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full, needs_keys)
+    if kernels.supports(rule, tree, root_action):
+        return _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full, needs_keys, root_action)
     for _ in range(num_simulations):
         if check_full and int(tree.next_node.max()) >= capacity:
             raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
@@ -121,8 +131,11 @@ def _simulate(tree, game, evaluator, rule, num_simulations) -> Tree:
         depth = 0
         while True:
             flat = base + node
-            draw = uniform_draw(sim_keys, depth) if rule.uses_uniform else None  # UCB1's untried moves
-            action = rule.select(_node_view(tree, flat, draw, active if depth else None))
+            if depth == 0 and root_action is not None:
+                action = root_action
+            else:
+                draw = uniform_draw(sim_keys, depth) if rule.uses_uniform else None  # UCB1's untried moves
+                action = rule.select(_node_view(tree, flat, draw, active if depth else None))
             edge = flat * actions + action
             child = tree.children.view(-1).index_select(0, edge).long()
             open_node = active & ~tree.terminal.view(-1).index_select(0, flat)
@@ -143,7 +156,7 @@ def _simulate(tree, game, evaluator, rule, num_simulations) -> Tree:
     return tree
 
 
-def _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full, needs_keys) -> Tree:
+def _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full, needs_keys, root_action) -> Tree:
     """The loop of `_simulate` with the descent and the backup compiled (search/kernels.py)."""
     capacity = tree.capacity
     rows = torch.arange(tree.batch_size)
@@ -152,7 +165,7 @@ def _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full,
         if check_full and int(tree.next_node.max()) >= capacity:
             raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
         sim_keys = step_keys(tree.keys, tree.visits[:, ROOT].long()) if needs_keys else None
-        walker.descend(sim_keys if rule.uses_uniform else None)
+        walker.descend(sim_keys if rule.uses_uniform else None, root_action)
         value = _expand_where_needed(tree, game, evaluator, rows, walker.last, walker.expand_action, sim_keys, walker)
         walker.backup(value)
     return tree
@@ -231,6 +244,7 @@ def _expand(
         if prior is None:
             prior = legal.float() / legal.sum(dim=1, keepdim=True).clamp(min=1)
         put(tree.prior, prior)
+        put(tree.raw_value, leaf_value * tree.mover_sign.view(-1).index_select(0, new_flat))
     return value.index_copy(0, rows, leaf_value)
 
 

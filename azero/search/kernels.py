@@ -164,9 +164,11 @@ def supports_tree(tree) -> bool:
     )
 
 
-def supports(rule, tree) -> bool:
-    """Whether the compiled descent can run this rule on this tree."""
+def supports(rule, tree, root_action=None) -> bool:
+    """Whether the compiled descent can run this rule on this tree (and, given, take the root actions)."""
     if isinstance(rule, PUCT) and tree.prior is None:  # (the torch form reports the misuse)
+        return False
+    if root_action is not None:
         return False
     return type(rule) in (UCB1, PUCT) and supports_tree(tree)
 
@@ -215,7 +217,7 @@ class Walker:
         # the backup takes edges as flat indices into [B * N * A]
         self.backup_arrays = tuple(arrays[name].reshape(-1) for name in _BACKUP)
 
-    def descend(self, keys: torch.Tensor | None) -> None:
+    def descend(self, keys: torch.Tensor | None, root_action: torch.Tensor | None = None) -> None:
         """Walk every tree from its root; fills path, edges, length, expand_action, last."""
         tree = self.tree
         if keys is None:
