@@ -19,7 +19,7 @@ scores tie to within float32 rounding of a logarithm may be ordered differently)
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Callable, Protocol
 
 import torch
 
@@ -46,6 +46,10 @@ class Evaluator(Protocol):
     def __call__(
         self, states: State, keys: torch.Tensor | None, legal: torch.Tensor | None = None
     ) -> tuple[torch.Tensor | None, torch.Tensor]: ...
+
+
+# the root actions a caller imposes on simulate: long [B], or a function giving them before each simulation
+RootAction = torch.Tensor | Callable[[], torch.Tensor]
 
 
 class Rule(Protocol):
@@ -90,12 +94,13 @@ def simulate(
     rule: Rule,
     num_simulations: int,
     *,
-    root_action: torch.Tensor | None = None,
+    root_action: RootAction | None = None,
 ) -> Tree:
     """Run `num_simulations` simulations in each of the B trees (in place); returns the tree.
 
-    root_action: long [B], the action every simulation of this call takes at each root
-    instead of the rule's choice (Gumbel's sequential halving chooses there, search/gumbel.py).
+    root_action: the action each simulation takes at each root instead of the rule's choice:
+    long [B] for every simulation of the call, or a function called before each simulation
+    that returns them (Gumbel's sequential halving chooses there, search/gumbel.py).
     """
     # Inference mode spares the many small tensor operations autograd's bookkeeping. The
     # tree's arrays stay normal tensors (only written in place here), and nothing made here
@@ -112,13 +117,14 @@ def _simulate(tree, game, evaluator, rule, num_simulations, root_action=None) ->
     needs_keys = rule.uses_uniform or getattr(evaluator, "uses_keys", True)
     # each simulation adds at most one node to a tree: check fullness only when it can happen
     check_full = int(tree.next_node.max()) + num_simulations > capacity
-    if kernels.supports(rule, tree, root_action):
+    if kernels.supports(rule, tree):
         return _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full, needs_keys, root_action)
     for _ in range(num_simulations):
         if check_full and int(tree.next_node.max()) >= capacity:
             raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
         # keys from each tree's own simulation counter, for rules and evaluators that draw random numbers
         sim_keys = step_keys(tree.keys, tree.visits[:, ROOT].long()) if needs_keys else None
+        first = root_action() if callable(root_action) else root_action
         # -- select ------------------------------------------------------------------------
         # path[d]: the node at depth d of each tree's path, _PAST_END past its end; the node
         # a tree expands (next_node, known in advance) sits at its depth. edges[d]: the edge
@@ -131,8 +137,8 @@ def _simulate(tree, game, evaluator, rule, num_simulations, root_action=None) ->
         depth = 0
         while True:
             flat = base + node
-            if depth == 0 and root_action is not None:
-                action = root_action
+            if depth == 0 and first is not None:
+                action = first
             else:
                 draw = uniform_draw(sim_keys, depth) if rule.uses_uniform else None  # UCB1's untried moves
                 action = rule.select(_node_view(tree, flat, draw, active if depth else None))
@@ -165,7 +171,7 @@ def _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full,
         if check_full and int(tree.next_node.max()) >= capacity:
             raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
         sim_keys = step_keys(tree.keys, tree.visits[:, ROOT].long()) if needs_keys else None
-        walker.descend(sim_keys if rule.uses_uniform else None, root_action)
+        walker.descend(sim_keys if rule.uses_uniform else None, root_action() if callable(root_action) else root_action)
         value = _expand_where_needed(tree, game, evaluator, rows, walker.last, walker.expand_action, sim_keys, walker)
         walker.backup(value)
     return tree

@@ -34,6 +34,7 @@ import torch
 from games import Game
 from games.random import uniform
 
+from . import kernels
 from .engine import Evaluator, simulate
 from .selection import Gumbel, NodeView
 from .tree import ROOT, Tree
@@ -94,10 +95,11 @@ def root_scores(tree: Tree, rule: Gumbel, gumbel: torch.Tensor) -> torch.Tensor:
     return rule.logits(root_view(tree)) + gumbel
 
 
-def _best_with_visits(scores: torch.Tensor, child_visits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """long [B]: the highest-scoring move among those with `target` (float [B]) visits; a row
-    with no such move (not reached by the schedule) takes its best move."""
-    candidate = child_visits == target.unsqueeze(1)
+def _best_with_visits(scores: torch.Tensor, child_visits: torch.Tensor, target: torch.Tensor,
+                      legal: torch.Tensor) -> torch.Tensor:
+    """long [B]: the highest-scoring legal move among those with `target` (float [B]) visits; a
+    row with no such move (not reached by the schedule) takes its best move."""
+    candidate = (child_visits == target.unsqueeze(1)) & legal
     masked = scores.masked_fill(~candidate, -math.inf)
     return torch.where(candidate.any(dim=1), masked.argmax(dim=1), scores.argmax(dim=1))
 
@@ -109,9 +111,17 @@ def considered_counts(legal: torch.Tensor, considered: int) -> torch.Tensor:
 
 def chosen_action(tree: Tree, rule: Gumbel, gumbel: torch.Tensor) -> torch.Tensor:
     """long [B]: the move to play, the best by g + logits + sigma(q_hat) among the most visited root moves."""
-    visits = tree.child_visits[:, ROOT]
-    most = visits.masked_fill(~tree.legal[:, ROOT], -1.0).amax(dim=1)
-    return _best_with_visits(root_scores(tree, rule, gumbel), visits, most)
+    visits, legal = tree.child_visits[:, ROOT], tree.legal[:, ROOT]
+    most = visits.masked_fill(~legal, -1.0).amax(dim=1)
+    return _best_with_visits(root_scores(tree, rule, gumbel), visits, most, legal)
+
+
+def root_action(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """long [B]: the root move of the next simulation, the best by g + logits + sigma(q_hat)
+    among the legal moves with `target` (float [B], the schedule's entry) visits."""
+    if kernels.supports_tree(tree) and gumbel.device.type == "cpu":
+        return kernels.gumbel_root_actions(tree, rule, gumbel, target)
+    return _best_with_visits(root_scores(tree, rule, gumbel), tree.child_visits[:, ROOT], target, tree.legal[:, ROOT])
 
 
 def improved_policy(tree: Tree, rule: Gumbel) -> torch.Tensor:
@@ -156,11 +166,16 @@ def gumbel_search(
         raise ValueError("a Gumbel search starts from fresh trees (its schedule counts the root's visits from 0)")
     table = _schedule_table(considered, simulations).to(tree.visits.device)
     counts = considered_counts(tree.legal[:, ROOT], considered)
-    for k in range(simulations):
-        scores = root_scores(tree, rule, gumbel)
-        action = _best_with_visits(scores, tree.child_visits[:, ROOT], table[counts, k])
-        simulate(tree, game, evaluator, rule, 1, root_action=action)
-        if (k + 1) % chunk == 0 and k + 1 < simulations:
+    done = 0
+
+    def next_root_action() -> torch.Tensor:
+        nonlocal done
+        done += 1
+        return root_action(tree, rule, gumbel, table[counts, done - 1])
+
+    while done < simulations:
+        simulate(tree, game, evaluator, rule, min(chunk, simulations - done), root_action=next_root_action)
+        if done < simulations:
             if on_progress is not None:
                 on_progress(tree)
             if should_stop is not None and should_stop():
