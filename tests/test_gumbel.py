@@ -221,6 +221,30 @@ def test_search_matches_the_reference(moves, considered, simulations):
 # -- the move and the target -------------------------------------------------------------------------
 
 
+class UniformEvaluator:
+    """No knowledge: uniform priors (the engine's default) and value 0."""
+
+    uses_keys = False
+
+    def __call__(self, states, keys=None, legal=None):
+        return None, torch.zeros(states.batch_size)
+
+
+@pytest.mark.parametrize("board, to_play, simulations, best", [
+    ("X X . / O O . / . . .", 0, 8, "c3"),     # X wins at once
+    ("X X . / O . . / . . O", 1, 48, "c3"),    # O must block: every other move loses next move
+])
+def test_the_search_finds_the_win_and_the_block_without_knowledge(board, to_play, simulations, best):
+    from boards import position
+
+    state = position(TTT, board.replace("/", "\n"), to_play=to_play)
+    tree = new_tree(TTT, state, simulations + 1, make_keys(0, 1), root_value=torch.zeros(1))
+    result = gumbel_search(tree, TTT, UniformEvaluator(), Gumbel(), simulations, torch.zeros(1, 9), considered=16)
+    assert TTT.format_action(int(result.action)) == best
+    assert int(result.policy[0].argmax()) == TTT.parse_action(best)
+
+
+
 def searched(considered, simulations, batch=4, seed=0):
     game = games.make("gomoku", size=5, k=4)
     states = game.initial_state(batch)

@@ -4,7 +4,7 @@
     simulate(tree, game, evaluator, rule, S)
 
 Selection walks all B trees down in lock-step, one level per iteration, with the
-rule (UCB1, PUCT) choosing at each node; a tree stops at an action whose child
+rule (UCB1, PUCT, Gumbel) choosing at each node; a tree stops at an action whose child
 does not exist yet (it is expanded: one `game.step` for all such trees) or at a
 finished game.  All new leaves are evaluated in one call, and the values are
 added along every path with one scatter-add.  Randomness comes from per-tree
@@ -12,8 +12,8 @@ keys folded with the simulation and depth, so each tree's search is the same
 alone or in any batch (with a network evaluator in float32: in its default "auto"
 precision it computes batches of 16 or more in bfloat16, see azero.network).
 
-On a CPU, with UCB1 or PUCT, the descent and the backup run as compiled loops over the
-trees (search/kernels.py) with the same rules as the torch form below (children whose
+On a CPU, with UCB1, PUCT or Gumbel, the descent and the backup run as compiled loops over
+the trees (search/kernels.py) with the same rules as the torch form below (children whose
 scores tie to within float32 rounding of a logarithm may be ordered differently).
 """
 
