@@ -331,6 +331,27 @@ def test_without_noise_the_search_considers_the_moves_of_highest_prior():
         assert set(tree.child_visits[b, 0].nonzero().squeeze(1).tolist()) == set(prior[b].topk(4).indices.tolist())
 
 
+def test_a_search_stopped_early_plays_the_best_of_its_most_visited_moves():
+    game = games.make("gomoku", size=5, k=4)
+    states = game.step(game.initial_state(2), torch.tensor([0, 12]))
+    evaluator = FakeEvaluator(game)
+    prior, value = evaluator(states)
+    tree = new_tree(game, states, 65, make_keys(0, 2), root_prior=prior, root_value=value)
+    g = gumbel_noise(make_keys(4, 2), game.num_actions)
+    seen = []
+    result = gumbel_search(tree, game, evaluator, Gumbel(), 64, g, considered=8, chunk=12,
+                           on_progress=lambda t: seen.append(t.root_visits().sum(dim=1).tolist()),
+                           should_stop=lambda: len(seen) == 2)
+    assert seen == [[12.0, 12.0], [24.0, 24.0]]
+    # 24 of the 64 planned: 64 // (3 * 8) = 2 rounds of the 8, then 2 of the 5 rounds planned for the better 4
+    for b in range(2):
+        assert sorted(tree.child_visits[b, 0].tolist(), reverse=True)[:9] == [4.0] * 4 + [2.0] * 4 + [0.0]
+    for b in range(2):
+        most = tree.child_visits[b, 0] == tree.child_visits[b, 0].max()
+        score = g[b].double() + by_hand_logits(tree, prior, b)
+        assert int(result.action[b]) == int(score.masked_fill(~most, -math.inf).argmax())
+
+
 def test_a_used_tree_or_a_tree_without_priors_is_refused():
     tree, *_ = searched(4, 8)
     with pytest.raises(ValueError, match="fresh trees"):

@@ -173,15 +173,12 @@ def gumbel_search(
         done += 1
         return root_action(tree, rule, gumbel, table[counts, done - 1])
 
-    while done < simulations:
+    while True:
         simulate(tree, game, evaluator, rule, min(chunk, simulations - done), root_action=next_root_action)
-        if done < simulations:
-            if on_progress is not None:
-                on_progress(tree)
-            if should_stop is not None and should_stop():
-                break
-    if on_progress is not None:
-        on_progress(tree)
+        if on_progress is not None:
+            on_progress(tree)
+        if done >= simulations or (should_stop is not None and should_stop()):
+            break
     return GumbelResult(chosen_action(tree, rule, gumbel), improved_policy(tree, rule), tree)
 
 
