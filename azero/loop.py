@@ -138,8 +138,11 @@ class Run:
         self.buffer = ReplayBuffer(self.game, config.replay.capacity)
         self.selfplay = SelfPlay(self.game, self.net, config.search, config.selfplay, device=device,
                                  seed=config.run.seed)
+        search = config.search
         self.evaluator = LadderEvaluator(self.game, config.evaluation, seed=config.run.seed, device=device,
-                                         precision=config.search.precision)
+                                         precision=search.precision, search_options=dict(
+                                             algorithm=search.algorithm, considered_actions=search.considered_actions,
+                                             c_visit=search.c_visit, c_scale=search.c_scale))
         self.sample_generator = torch.Generator().manual_seed(config.run.seed)
         self.iteration = 0
         self.saved_iteration = 0  # the iteration latest.pt holds
@@ -209,7 +212,7 @@ class Run:
             elapsed=self.elapsed,
         )
         if self.iteration % self.config.run.keep_every == 0:
-            atomic_save(network_checkpoint(self.net, self.game, self.iteration),
+            atomic_save(network_checkpoint(self.net, self.game, self.iteration, search=self.config.to_dict()["search"]),
                         self.dir / "checkpoints" / f"iter-{self.iteration:06d}.pt", point="snapshot")
         atomic_save(data, self.dir / "latest.pt", point="checkpoint")
         self.saved_iteration = self.iteration

@@ -14,8 +14,9 @@ from games import Game, State
 from .engine import Evaluator, Rule, simulate
 from .evaluators import RolloutEvaluator
 from .final import CRITERIA, choose
-from .selection import PUCT, UCB1, NodeView
 from . import memory
+from .gumbel import GumbelResult, gumbel_noise, gumbel_search
+from .selection import PUCT, UCB1, Gumbel, NodeView
 from .tree import Tree, grow, new_tree, node_bytes
 
 INITIAL_TREE_BYTES = 64 << 20  # a search's tree starts at most this big, then grows with its simulations
@@ -26,12 +27,16 @@ __all__ = [
     "PUCT",
     "UCB1",
     "Evaluator",
+    "Gumbel",
+    "GumbelResult",
     "NodeView",
     "RolloutEvaluator",
     "Rule",
     "Tree",
     "choose",
     "grow",
+    "gumbel_noise",
+    "gumbel_search",
     "new_tree",
     "search",
     "search_with_budget",

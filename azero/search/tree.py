@@ -83,6 +83,8 @@ FIELDS: tuple[TreeField, ...] = (
     per_edge("child_visits", torch.float32, 0.0, "visits of each child (0 if not expanded)"),
     per_edge("child_value_sum", torch.float32, 0.0, "value sums of each child, chooser's view"),
     per_edge("prior", torch.float32, 0.0, "policy prior at the node", with_prior=True),
+    per_node("raw_value", torch.float32, 0.0, "the evaluator's value of the node, mover's view "
+             "(Gumbel's mixed value)", with_prior=True),
 )
 
 
@@ -166,11 +168,13 @@ def new_tree(
     root_prior: torch.Tensor | None = None,
     with_prior: bool = True,
     reuse: Tree | None = None,
+    root_value: torch.Tensor | None = None,
 ) -> Tree:
     """An empty tree for each root (B roots, `capacity` nodes, root at node ROOT).
 
     roots: State [B] of unfinished games; keys: long [B]; root_prior: float [B, A]
-    (probabilities; uniform over legal actions if None); with_prior: keep priors at all.
+    (probabilities; uniform over legal actions if None); with_prior: keep priors at all;
+    root_value: float [B], the evaluator's value of the roots, first player's view (0 if None).
     reuse: an earlier tree that nobody reads any more; arrays of the right shape are
     refilled in place instead of allocated (a refill is cheaper than a fresh allocation's first touch).
     """
@@ -201,6 +205,8 @@ def new_tree(
             legal = tree.legal[:, ROOT]
             root_prior = legal.float() / legal.sum(dim=1, keepdim=True).clamp(min=1)
         tree.prior[:, ROOT] = root_prior
+        if root_value is not None:
+            tree.raw_value[:, ROOT] = root_value.to(device) * tree.mover_sign[:, ROOT]
     return tree
 
 
