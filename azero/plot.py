@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from .errors import UserError
@@ -107,12 +108,11 @@ def arms_svg(arms: list[tuple[str, list[list[tuple[float, float, float, float]]]
              f'font-family="sans-serif" font-size="12">',
              '<rect width="100%" height="100%" fill="white"/>',
              f'<text x="{(left + plot_right) / 2}" y="22" text-anchor="middle" font-size="15">{_escape(title)}</text>']
-    for i in range(6):
-        y = y_min + (y_max - y_min) * i / 5
+    for y in nice_ticks(y_min, y_max):
         parts.append(f'<line x1="{left}" x2="{plot_right}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" stroke="#ddd"/>')
-        parts.append(f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:.0f}</text>')
-        x = x_max * i / 5
-        parts.append(f'<text x="{sx(x):.1f}" y="{height - bottom + 16}" text-anchor="middle">{x:.0f}</text>')
+        parts.append(f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:g}</text>')
+    for x in nice_ticks(0.0, x_max):
+        parts.append(f'<text x="{sx(x):.1f}" y="{height - bottom + 16}" text-anchor="middle">{x:g}</text>')
     parts.append(f'<text x="{(left + plot_right) / 2}" y="{height - 8}" text-anchor="middle">training minutes</text>')
     parts.append(f'<text x="16" y="{height / 2}" text-anchor="middle" transform="rotate(-90 16 {height / 2})">'
                  'Elo (first ladder rung = 0)</text>')
@@ -140,6 +140,17 @@ def arms_svg(arms: list[tuple[str, list[list[tuple[float, float, float, float]]]
         parts.append(f'<text x="{plot_right + 42}" y="{y + 4}">{_escape(label)}{seeds}</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
+
+
+def nice_ticks(low: float, high: float, count: int = 6) -> list[float]:
+    """About `count` round values (steps of 1, 2 or 5 times a power of ten) between low and high."""
+    if high <= low:
+        return [low]
+    raw = (high - low) / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = min((m * power for m in (1, 2, 5, 10)), key=lambda step: abs((high - low) / step - count))
+    first = math.ceil(low / step) * step
+    return [round(first + i * step, 10) for i in range(int((high - first) / step + 1e-9) + 1)]
 
 
 def _escape(text: str) -> str:

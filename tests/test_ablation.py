@@ -17,7 +17,7 @@ from azero.ablation import Arm, make_plan
 from azero.ablation.report import cell
 from azero.config import ConfigError
 from azero.errors import UserError
-from azero.plot import ARM_COLOURS, arms_svg
+from azero.plot import ARM_COLOURS, arms_svg, nice_ticks
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
@@ -96,6 +96,8 @@ def test_arms_plot_draws_every_run_in_its_arms_colour():
     assert "base (2 seeds)" in svg and "gumbel &lt;m=4&gt;" in svg and svg.count("<polygon") == 2
     with pytest.raises(UserError):
         arms_svg([("base", [[]])], "empty")
+    assert nice_ticks(0, 63) == [0, 10, 20, 30, 40, 50, 60] and nice_ticks(-103, 1396)[:3] == [0, 200, 400]
+    assert nice_ticks(0, 0.5) == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]
 
 
 def ablate(*args, timeout=900) -> subprocess.CompletedProcess:
