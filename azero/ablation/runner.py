@@ -21,6 +21,7 @@ training continues from its last iteration for the minutes it has not yet traine
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import signal
 import subprocess
@@ -132,7 +133,9 @@ class Ablation:
         self.log(f"$ {line}")
         entry = {"command": line, "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
         began = time.monotonic()
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, bufsize=1)
+        # unbuffered: a training's log lines come through the pipe as they are written
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, bufsize=1,
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
         lines = []
         try:
             for output in process.stdout:
