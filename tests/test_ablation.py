@@ -15,6 +15,7 @@ import pytest
 
 from azero.ablation import Arm, make_plan
 from azero.ablation.report import cell
+from azero.ablation.runner import display
 from azero.config import ConfigError
 from azero.errors import UserError
 from azero.plot import ARM_COLOURS, arms_svg, nice_ticks
@@ -98,6 +99,24 @@ def test_arms_plot_draws_every_run_in_its_arms_colour():
         arms_svg([("base", [[]])], "empty")
     assert nice_ticks(0, 63) == [0, 10, 20, 30, 40, 50, 60] and nice_ticks(-103, 1396)[:3] == [0, 200, 400]
     assert nice_ticks(0, 0.5) == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]
+
+
+def test_a_run_stopped_part_way_continues_for_the_minutes_it_has_not_trained(tmp_path):
+    from azero.ablation import Ablation
+
+    ablation = Ablation(tmp_path / "out", plan(minutes=10, iterations=None, overrides=["run.threads=1"]))
+    arm = ablation.plan.arms[1]
+    first = ablation.train_command(arm, 1)
+    assert display(first) == (f"python scripts/train.py --game tictactoe --seed 1 --set run.threads=1 --set "
+                              f"network.channels=48 --run-dir {tmp_path / 'out' / 'wide-seed1'} --minutes 10 "
+                              "--no-progress")
+    run_dir = ablation.run_dir(arm, 1)
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.toml").write_text("[game]\nspec = \"tictactoe\"\n")
+    (run_dir / "metrics.jsonl").write_text(json.dumps({"iteration": 7, "charts/hours": 0.05}) + "\n")
+    again = display(ablation.train_command(arm, 1))
+    assert again.endswith(f"--run-dir {run_dir} --minutes 7 --no-progress") and "--set" not in again
+    assert not ablation.trained_enough(arm, 1)  # (no latest.pt: nothing was saved)
 
 
 def ablate(*args, timeout=900) -> subprocess.CompletedProcess:
