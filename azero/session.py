@@ -96,6 +96,10 @@ class GameSession:
         """The position before the last move (None before the first)."""
         return self._states[-2] if self.actions else None
 
+    def state_at(self, ply: int) -> State:
+        """The position after the first `ply` moves (0: the start)."""
+        return self._states[ply]
+
     @property
     def over(self) -> bool:
         return bool(self.state.done[0])
