@@ -230,10 +230,11 @@ def test_player_specs_parse_and_errors_are_clear():
         ("uct:100:depth=3", "unknown option depth"),
         ("uct:100:final=best", "final-move criterion"),
         ("mcts:100", "unknown player"),
-        ("uct:0", "at least 1"),
+        ("uct:0", r"allowed: 1\.\.100,000,000"),
         ("uct:100:parallel=0", "auto or a whole number at least 1"),
         ("uct:100:parallel=many", "auto or a whole number at least 1"),
-        ("uct:100:seconds=0", "at least 0.001"),
+        ("uct:100:seconds=0", r"allowed: 0\.001\.\.3600"),
+        ("uct:100:seconds=4000", r"allowed: 0\.001\.\.3600"),
         ("az:x.pt:parallel=-2", "auto or a whole number at least 1"),
     ):
         with pytest.raises(UserError, match=message):

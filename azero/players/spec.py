@@ -15,7 +15,7 @@ from games import Game
 from games.options import Option, read_option, read_options
 
 from ..errors import UserError
-from ..player import Player
+from ..player import MAX_SECONDS, Player
 
 SEED = Option(None, int, help="random seed, the command's seed unless given")
 SPARE_TREE_BYTES = 512 << 20  # search players keep their last tree for reuse up to this size
@@ -24,7 +24,7 @@ PARALLEL = Option(
     allowed="auto or a whole number at least 1", metavar="K",
     help="leaves each search step gathers from the tree for one evaluator call (auto: from the budget)",
 )
-SECONDS = Option(None, float, low=0.001, metavar="S",
+SECONDS = Option(None, float, low=0.001, high=MAX_SECONDS, metavar="S",
                  help="search time a move (the budget then caps it); in a match, play one game at a time (--batch 1)")
 VIRTUAL_LOSS = Option(True, bool, metavar="true|false", help="leaves in flight count as lost visits (false: as visits only, WU-UCT)")
 

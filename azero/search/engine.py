@@ -5,13 +5,15 @@
     simulate(tree, game, evaluator, rule, S, parallel=32)  # up to 32 leaves per tree and step
 
 Selection walks all B trees down in lock-step, one level per iteration, with the
-rule (UCB1, PUCT) choosing at each node; a tree stops at an action whose child
+rule (UCB1, PUCT, Gumbel) choosing at each node; a tree stops at an action whose child
 does not exist yet (the new node, a leaf: one `game.step` for all of them) or at a
 finished game (its result is the value, backed up at once). All new leaves are
 evaluated in one call, and the values are added along every path. Randomness comes
 from per-tree keys folded with the simulation and depth, so each tree's search is the
 same alone or in any batch (with a network evaluator in float32: in its default "auto"
 precision it computes batches of 16 or more in int8 or bfloat16, see azero.network).
+A caller may impose each root's action (`root_action`: Gumbel's sequential halving,
+search/gumbel.py).
 
 Leaf parallelism: with `parallel=K` a step walks each tree up to K times before
 evaluating, and the K leaves of all B trees go to the evaluator in one call (one
@@ -21,16 +23,17 @@ losses, or as visits only), so the next walk of the step goes elsewhere. A walk 
 reaches a leaf an earlier walk of the step found (a collision) adds nothing but its
 pending visits, which keep later walks away; after K collisions a tree stops
 gathering for this step. Each tree gets exactly the simulations asked for; K = 1 is
-the sequential search, simulation for simulation.
+the sequential search, simulation for simulation. UCB1 and PUCT take K > 1; Gumbel
+and imposed root actions walk one leaf at a time.
 
-On a CPU, with UCB1 or PUCT, the walks and the backup run as compiled loops over the
-trees (search/kernels.py) with the same rules as the torch form below (children whose
+On a CPU, with UCB1, PUCT or Gumbel, the walks and the backup run as compiled loops over
+the trees (search/kernels.py) with the same rules as the torch form below (children whose
 scores tie to within float32 rounding of a logarithm may be ordered differently).
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Callable, Protocol
 
 import torch
 
@@ -60,6 +63,10 @@ class Evaluator(Protocol):
     ) -> tuple[torch.Tensor | None, torch.Tensor]: ...
 
 
+# the root actions a caller imposes on simulate: long [B], or a function giving them before each simulation
+RootAction = torch.Tensor | Callable[[], torch.Tensor]
+
+
 class Rule(Protocol):
     uses_prior: bool  # the tree keeps priors for it
     uses_uniform: bool  # it wants one uniform random number per tree and level
@@ -76,8 +83,11 @@ def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor, activ
                with_pending: bool = False) -> NodeView:
     """The NodeView of node `flat` (index b * N + n) of each tree; the pending visits too if asked."""
     visits = _rows(tree.visits, flat)
-    if tree.prior is not None:  # only PUCT's first-play urgency needs the node's own value
-        q = _rows(tree.value_sum, flat) / visits.clamp(min=1) * _rows(tree.q_sign, flat)
+    raw_value = None
+    if tree.prior is not None:  # PUCT's first-play urgency and Gumbel's mixed value need the node's own values
+        q_sign = _rows(tree.q_sign, flat)
+        q = _rows(tree.value_sum, flat) / visits.clamp(min=1) * q_sign
+        raw_value = _rows(tree.raw_value, flat) * q_sign
     else:
         q = torch.zeros_like(visits)
     pending = child_pending = None
@@ -98,6 +108,7 @@ def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor, activ
         active=active,
         pending=pending,
         child_pending=child_pending,
+        raw_value=raw_value,
     )
 
 
@@ -109,16 +120,26 @@ def simulate(
     num_simulations: int,
     *,
     parallel: int = 1,
+    root_action: RootAction | None = None,
 ) -> Tree:
     """Run `num_simulations` simulations in each of the B trees (in place), gathering up to
-    `parallel` leaves per tree for each evaluator call; returns the tree."""
+    `parallel` leaves per tree for each evaluator call; returns the tree.
+
+    root_action: the action each simulation takes at each root instead of the rule's choice:
+    long [B] for every simulation of the call, or a function called before each simulation
+    that returns them (Gumbel's sequential halving chooses there, search/gumbel.py).
+    """
     if parallel < 1:
         raise ValueError(f"parallel must be at least 1, not {parallel}")
+    if parallel > 1 and root_action is not None:
+        raise ValueError("a search with imposed root actions walks one leaf at a time; use parallel=1")
+    if parallel > 1 and not hasattr(rule, "virtual_loss"):
+        raise ValueError(f"{type(rule).__name__} selection walks one leaf at a time; use parallel=1")
     # Inference mode spares the many small tensor operations autograd's bookkeeping. The
     # tree's arrays stay normal tensors (only written in place here), and nothing made here
     # outlives the call (caches that do are built with inference mode off).
     with torch.inference_mode():
-        return _simulate(tree, game, evaluator, rule, num_simulations, parallel)
+        return _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_action)
 
 
 def _budgets(tree: Tree, num_simulations: int, parallel: int):
@@ -138,14 +159,15 @@ def _budgets(tree: Tree, num_simulations: int, parallel: int):
         yield remaining.clamp_(min=0, max=parallel)
 
 
-def _simulate(tree, game, evaluator, rule, num_simulations, parallel) -> Tree:
+def _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_action=None) -> Tree:
     needs_keys = getattr(evaluator, "uses_keys", True)
     walker = kernels.Walker(tree, rule, parallel) if kernels.supports(rule, tree) else None
     for budget in _budgets(tree, num_simulations, parallel):
+        first = root_action() if callable(root_action) else root_action
         if walker is not None:
-            leaves = walker.gather(budget)
+            leaves = walker.gather(budget, first)
         else:
-            leaves, rounds = _gather(tree, rule, budget.to(tree.visits.device), parallel > 1, needs_keys)
+            leaves, rounds = _gather(tree, rule, budget.to(tree.visits.device), parallel > 1, needs_keys, first)
         value = _expand(tree, game, evaluator, leaves, leaves.keys if needs_keys else None, walker)
         if walker is not None:
             walker.backup(leaves, value)
@@ -157,9 +179,11 @@ def _simulate(tree, game, evaluator, rule, num_simulations, parallel) -> Tree:
 # -- the torch form of a step's walks ------------------------------------------------------------
 
 
-def _gather(tree: Tree, rule: Rule, budget: torch.Tensor, track_pending: bool, leaf_keys: bool) -> tuple[Leaves, list]:
+def _gather(tree: Tree, rule: Rule, budget: torch.Tensor, track_pending: bool, leaf_keys: bool,
+            root_action: torch.Tensor | None = None) -> tuple[Leaves, list]:
     """The torch form of kernels.Walker.gather: walk every tree up to budget[b] times, the
-    walks of all trees in lock-step, one walk per tree at a time (a round).
+    walks of all trees in lock-step, one walk per tree at a time (a round); root_action
+    (long [B]): each walk's first action instead of the rule's.
 
     Returns the leaves (in the order of the rounds, then the trees; keys only if
     `leaf_keys`, else anything) and the rounds, for the
@@ -181,7 +205,7 @@ def _gather(tree: Tree, rule: Rule, budget: torch.Tensor, track_pending: bool, l
             break
         keys = step_keys(tree.keys, start + walk) if rule.uses_uniform or leaf_keys else None
         path, edges, last, expand_action, collide = _walk(
-            tree, rule, base, active, keys if rule.uses_uniform else None, track_pending)
+            tree, rule, base, active, keys if rule.uses_uniform else None, track_pending, root_action)
         expanding = expand_action >= 0
         ends = active & ~expanding & ~collide
         if bool(ends.any()):  # finished games: back up their results now
@@ -214,7 +238,7 @@ def _gather(tree: Tree, rule: Rule, budget: torch.Tensor, track_pending: bool, l
 
 
 def _walk(tree: Tree, rule: Rule, base: torch.Tensor, active: torch.Tensor, keys: torch.Tensor | None,
-          with_pending: bool):
+          with_pending: bool, root_action: torch.Tensor | None = None):
     """One walk down each active tree (bool [B]), all trees a level at a time.
 
     Returns path long [D + 1, B] (the nodes from the root down, the new node of a tree that
@@ -234,8 +258,11 @@ def _walk(tree: Tree, rule: Rule, base: torch.Tensor, active: torch.Tensor, keys
     while True:
         flat = base + node
         draw = uniform_draw(keys, depth) if keys is not None else None  # UCB1's untried moves
-        view = _node_view(tree, flat, draw, None if depth == 0 and everywhere else walking, with_pending)
-        action = rule.select(view)
+        if depth == 0 and root_action is not None:
+            action = root_action
+        else:
+            view = _node_view(tree, flat, draw, None if depth == 0 and everywhere else walking, with_pending)
+            action = rule.select(view)
         edge = flat * actions + action
         child = tree.children.view(-1).index_select(0, edge).long()
         open_node = walking & ~tree.terminal.view(-1).index_select(0, flat)
@@ -328,6 +355,7 @@ def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: 
         if prior is None:
             prior = legal.float() / legal.sum(dim=1, keepdim=True).clamp(min=1)
         put(tree.prior, prior)
+        put(tree.raw_value, leaf_value * tree.mover_sign.view(-1).index_select(0, new_flat))
     return leaf_value
 
 
