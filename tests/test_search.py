@@ -124,6 +124,18 @@ def test_parallel_must_be_positive():
         search(TTT, TTT.initial_state(1), RolloutEvaluator(TTT), UCB1(), 10, make_keys(0, 1), parallel=0)
 
 
+def test_gumbel_and_imposed_root_actions_walk_one_leaf_at_a_time():
+    from azero.search import Gumbel, new_tree, simulate
+
+    tree = new_tree(TTT, TTT.initial_state(1), 20, make_keys(0, 1))
+    with pytest.raises(ValueError, match="Gumbel selection walks one leaf at a time"):
+        simulate(tree, TTT, RolloutEvaluator(TTT), Gumbel(), 8, parallel=4)
+    with pytest.raises(ValueError, match="imposed root actions walks one leaf at a time"):
+        simulate(tree, TTT, RolloutEvaluator(TTT), UCB1(), 8, parallel=4, root_action=torch.tensor([4]))
+    simulate(tree, TTT, RolloutEvaluator(TTT), UCB1(), 8, root_action=torch.tensor([4]))
+    assert tree.root_visits()[0, 4] == 8
+
+
 def test_same_keys_same_search_other_keys_other_search():
     g = games.make("gomoku", size=7, k=4)
     s = g.initial_state(1)
