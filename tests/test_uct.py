@@ -260,6 +260,19 @@ def test_a_player_with_its_own_clock_searches_for_that_long():
     assert 0.15 < spent < 3 and 0 < float(analysis.visits.sum()) < 10000000
 
 
+def test_evaluate_opening_plies_break_up_repeated_games():
+    # Perfect play against perfect play draws every game of tic-tac-toe; three random
+    # moves first give positions one side wins.
+    cmd = [sys.executable, str(REPO / "scripts" / "evaluate.py"), "--game", "tictactoe", "--a", "perfect",
+           "--b", "perfect", "--games", "20", "--json"]
+    plain = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    opened = json.loads(subprocess.run(cmd + ["--opening-plies", "3"], capture_output=True, text=True,
+                                       check=True).stdout)
+    assert plain["draws"] == 20 and opened["draws"] < 20
+    bad = subprocess.run(cmd + ["--opening-plies", "-1"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--opening-plies must be at least 0" in bad.stderr
+
+
 def test_evaluate_script_prints_json_and_user_errors_are_one_line():
     cmd = [sys.executable, str(REPO / "scripts" / "evaluate.py"), "--game", "tictactoe",
            "--a", "uct:50", "--b", "random", "--games", "10", "--json"]
