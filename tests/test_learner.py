@@ -276,7 +276,7 @@ def test_configs_layer_presets_and_overrides_and_name_bad_keys():
     config = load_config(game="tictactoe", overrides=["search.simulations=50", "evaluation.ladder=[10, 20]"])
     assert config.game.spec == "tictactoe" and config.search.simulations == 50
     assert config.evaluation.ladder == [10, 20] and config.network.blocks == 2
-    with pytest.raises(ConfigError, match="unknown key search.sims; valid keys of \\[search\\]: simulations"):
+    with pytest.raises(ConfigError, match="unknown key search.sims; valid keys of \\[search\\]: algorithm, simulations"):
         load_config(game="tictactoe", overrides=["search.sims=3"])
     with pytest.raises(ConfigError, match="unknown section \\[serch\\]"):
         load_config(game="tictactoe", overrides=["serch.simulations=3"])
