@@ -41,7 +41,7 @@ from .cluster import cluster_cpus, cluster_gpus, require_ray
 from .ledger import Ledger, select_games
 from .workers import EvaluatorWorker, SelfPlayWorker
 
-MAX_FAILURES = 20  # calls in a row that one actor may fail before the run stops
+PATIENCE = 600.0  # seconds an actor may keep failing calls (restarting) before the run stops
 
 
 class ActorsFailing(UserError):
@@ -88,6 +88,7 @@ class RaySelfPlay:
         self.restarts = [0] * count
         self.lost_calls = [0] * count  # calls that failed because the actor died
         self.failures = [0] * count  # in a row, since the actor's last chunk
+        self.failing_since = [0.0] * count
         self.retry_at = [0.0] * count
         self.pending: dict = {}  # reference of a call in flight -> actor index
         self.evaluation = None  # (reference, iteration) of the evaluation in flight
@@ -109,12 +110,15 @@ class RaySelfPlay:
         try:
             chunk = self.ray.get(reference)
         except (exceptions.RayActorError, exceptions.WorkerCrashedError, exceptions.ObjectLostError) as error:
+            now = time.perf_counter()
             self.lost_calls[k] += 1
             self.failures[k] += 1
-            if self.failures[k] >= MAX_FAILURES:
-                raise ActorsFailing(f"self-play actor {k} failed {MAX_FAILURES} calls in a row; the last error: "
-                                    f"{str(error).strip().splitlines()[0][:300]}") from None
-            self.retry_at[k] = time.perf_counter() + min(2.0, 0.1 * self.failures[k])
+            if self.failures[k] == 1:
+                self.failing_since[k] = now
+            elif now - self.failing_since[k] > PATIENCE:
+                raise ActorsFailing(f"self-play actor {k} has failed every call for {PATIENCE:.0f} s; the last "
+                                    f"error: {str(error).strip().splitlines()[0][:300]}") from None
+            self.retry_at[k] = now + min(2.0, 0.1 * self.failures[k])
             return None
         self.failures[k] = 0
         if chunk.incarnation != self.incarnations[k]:
