@@ -100,7 +100,11 @@ def files(run_dir: Path) -> set[str]:
 
 
 def replayed(run_dir: Path) -> int:
-    return sum(int(p.stem.rsplit("-", 1)[1]) for p in (run_dir / "replay").glob("iter-*.pt"))
+    """Samples in the replay chunks of the iterations the checkpoint holds (a run stopped inside an
+    iteration may leave that iteration's chunk, which a resumed run deletes)."""
+    done = latest(run_dir)["iteration"]
+    counts = [p.stem.split("-")[1:] for p in (run_dir / "replay").glob("iter-*.pt")]
+    return sum(int(count) for iteration, count in counts if int(iteration) <= done)
 
 
 # -- the ledger ------------------------------------------------------------------------------------
@@ -131,6 +135,7 @@ def test_the_ledger_refuses_games_counted_twice_and_counts_chunks_lost():
     malformed = chunk(sequence=3, ids=(6,), lengths=(4,), watermark=3)
     malformed.lengths = torch.tensor([5])
     assert ledger.admit(malformed).tolist() == [False]
+    assert len(select_games(malformed, torch.tensor([False]))) == 0
     assert ledger.malformed_chunks == 1  # the lengths do not add up to the samples
 
 

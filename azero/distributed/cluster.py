@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import logging
+import os
 
 from ..errors import UserError
 
@@ -25,11 +26,18 @@ def require_ray():
     return ray
 
 
-def connect(address: str | None = None, *, num_cpus: int | None = None):
-    """Start a local Ray instance (address None) or join a cluster; returns the ray module."""
+def connect(address: str | None = None, *, num_cpus: int | None = None, worker_niceness: int = 0):
+    """Start a local Ray instance (address None) or join a cluster; returns the ray module.
+
+    A local instance's actors run at `worker_niceness` (Ray's own default is 15, below every
+    other program: on a shared machine the actors, which do most of a run's work, would get
+    almost nothing); a cluster's nodes keep the niceness they were started with.
+    """
     ray = require_ray()
     if ray.is_initialized():
         return ray
+    if address is None:
+        os.environ["RAY_worker_niceness"] = str(worker_niceness)  # read by the raylet ray.init starts
     # A local instance's workers inherit this process's environment (PYTHONPATH included); a
     # cluster's nodes run the azero installed on them.
     options = dict(include_dashboard=False, logging_level=logging.WARNING, log_to_driver=True)

@@ -44,10 +44,12 @@ class Chunk:
 
 def select_games(chunk: Chunk, keep: torch.Tensor) -> Samples:
     """The samples of the games where `keep` (bool [g]) is true."""
-    if bool(keep.all()):
-        return chunk.samples
-    rows = torch.repeat_interleave(keep, chunk.lengths)
     samples = chunk.samples
+    if bool(keep.all()):
+        return samples
+    if not bool(keep.any()):  # a refused chunk, whose lengths may not even match its samples
+        return type(samples)(**{f.name: getattr(samples, f.name)[:0] for f in dataclasses.fields(samples)})
+    rows = torch.repeat_interleave(keep, chunk.lengths)
     return type(samples)(**{f.name: getattr(samples, f.name)[rows] for f in dataclasses.fields(samples)})
 
 

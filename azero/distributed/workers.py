@@ -54,6 +54,7 @@ class SelfPlayWorker:
         self.incarnation = f"{index}.{self.pid}.{time.time_ns()}"
         if _restarted():  # a new process must not replay the games its predecessor started with
             seed = (seed * 1_000_003 + self.pid) % 2**31
+            print(f"self-play actor {index}: new process {self.pid}", flush=True)  # Ray forwards it to the log
         self.game = games.make_from_spec(self.config.game.spec)
         self.net = PolicyValueNet(self.config.network, self.game).to(device).eval()
         self.selfplay = SelfPlay(self.game, self.net, self.config.search, self.config.selfplay, device=device,
