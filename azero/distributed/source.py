@@ -5,7 +5,9 @@ writes the run folder, exactly as with self-play in one process. Here:
 
 - collect(positions) keeps one `play` call in flight per actor (Ray's back-pressure: an actor
   that finished its chunk waits for the learner's next call) and takes chunks as they finish
-  (ray.wait) until the iteration has `positions` positions. The learner trains
+  (ray.wait) until the iteration has `positions` positions. A call returns the games an actor
+  finished in about CALL_SECONDS (or its share of the iteration, if sooner), so finished games
+  leave an actor soon and new weights reach it soon: between moves, every few seconds. The learner trains
   positions * sample_reuse / batch_size steps on them, as in one process, so the sample reuse
   of the config holds whatever the number of actors: with many actors the actors wait, with
   few the learner does. Actors whose chunk arrived are sent the next call at once, with the
@@ -18,6 +20,10 @@ writes the run folder, exactly as with self-play in one process. Here:
   free (else as soon as it is), and reports an evaluation in the record of the iteration in which
   it finished (eval/network_iteration says which network it was); only the run's last iteration
   waits for it.
+
+Metrics: charts/selfplay_positions_per_s is the iteration's positions over the wall time since
+the previous iteration's were in (the pipeline's rate, training included: actors play on while
+the learner trains); actors/<k>/positions_per_s is actor k's own rate while it plays.
 
 Faults: actors are created with max_restarts=-1 and max_task_retries=0, so Ray restarts a dead
 actor process and the call it was running fails; the learner calls the new process again. Only
@@ -41,6 +47,7 @@ from .cluster import cluster_cpus, cluster_gpus, require_ray
 from .ledger import Ledger, select_games
 from .workers import EvaluatorWorker, SelfPlayWorker
 
+CALL_SECONDS = 2.0  # an actor returns its finished games at least this often (and takes new weights)
 PATIENCE = 600.0  # seconds an actor may keep failing calls (restarting) before the run stops
 
 
@@ -101,7 +108,7 @@ class RaySelfPlay:
         now = time.perf_counter()
         for k, actor in enumerate(self.actors):
             if k not in busy and self.retry_at[k] <= now:
-                reference = actor.play.remote(self.version, [self.weights], self.positions_per_call)
+                reference = actor.play.remote(self.version, [self.weights], self.positions_per_call, CALL_SECONDS)
                 self.pending[reference] = k
 
     def _receive(self, reference, k: int):

@@ -2,7 +2,8 @@
 
 A SelfPlayWorker is a batch of self-play games, as the run's SelfPlay in one process; each call of
 `play` takes the newest weights (fetched from Ray's object store only when their version is
-new), plays until enough positions of finished games are collected, and returns them as a Chunk
+new), plays until enough positions of finished games are collected or a few seconds have
+passed, and returns them as a Chunk
 tagged with the ids the learner checks (ledger.py). Games in progress carry over between calls;
 they are lost if the actor's process dies, its finished games never are (they left in a Chunk).
 
@@ -66,9 +67,11 @@ class SelfPlayWorker:
         """(process id, incarnation)."""
         return self.pid, self.incarnation
 
-    def play(self, version: int, weights: list, positions: int) -> Chunk:
-        """Finished games holding at least `positions` positions, played with weights `version`
-        (`weights`: [a reference to the network's state_dict])."""
+    def play(self, version: int, weights: list, positions: int, seconds: float = float("inf")) -> Chunk:
+        """Finished games holding at least `positions` positions, or those finished after
+        `seconds` of play (at least one game), played with weights `version` (`weights`: [a
+        reference to the network's state_dict]). A short call sends finished games soon, so a
+        dying process takes few with it, and takes new weights soon."""
         load_seconds = 0.0
         if version != self.version:
             started = time.perf_counter()
@@ -82,7 +85,7 @@ class SelfPlayWorker:
         parts, ids, lengths, results = [], [], [], []
         collected = 0
         started = time.perf_counter()
-        while collected < positions:
+        while collected < positions and not (parts and time.perf_counter() - started >= seconds):
             before = selfplay.game_ids.clone()
             samples, outcomes = selfplay.step()
             if samples is None:
