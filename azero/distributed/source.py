@@ -146,6 +146,9 @@ class RaySelfPlay:
         with tqdm(total=positions, desc="self-play", unit="pos", disable=not self.run.progress, leave=False) as bar:
             while sum(len(p) for p in parts) < positions:
                 self._dispatch_idle()
+                if not self.pending:  # every actor waits to be called again after a failure
+                    time.sleep(0.2)
+                    continue
                 ready, _ = ray.wait(list(self.pending), num_returns=1, timeout=0.2)
                 for reference in ready:
                     received = time.perf_counter()
@@ -184,7 +187,8 @@ class RaySelfPlay:
         for k in range(count):
             if seconds[k]:
                 record[f"actors/{k}/positions_per_s"] = played[k] / seconds[k]
-            record[f"actors/{k}/restarts"] = self.restarts[k]
+            record[f"actors/{k}/restarts"] = self.restarts[k]  # new processes that have sent games
+            record[f"actors/{k}/lost_calls"] = self.lost_calls[k]  # calls its dying processes took along
         record.update({
             "actors/count": count,
             "actors/restarts": sum(self.restarts),
