@@ -13,6 +13,10 @@ A run lives in one folder:
 Everything is written at the end of an iteration, atomically, so stopping at
 any moment (Ctrl-C, kill, power cut) loses at most the iteration in progress;
 starting again with the same folder continues exactly where it stopped.
+
+The run is the learner; its samples come from a source: self-play in this process
+(LocalSelfPlay, below) or on Ray actors (azero/distributed/source.py's RaySelfPlay, with
+`train(..., source=...)`). The folder is the same either way, and either resumes the other.
 """
 
 from __future__ import annotations

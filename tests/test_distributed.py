@@ -168,6 +168,17 @@ def test_ray_without_ray_installed_is_one_clear_error(tmp_path):
 
 
 @needs_ray
+def test_a_ray_address_nobody_listens_on_is_one_clear_error(tmp_path):
+    run_dir = tmp_path / "run"
+    out = train(*TINY, "--ray-address", "127.0.0.1:1", "--iterations", "1", "--run-dir", str(run_dir), timeout=120)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert "could not join the Ray cluster at 127.0.0.1:1" in out.stderr and "ray start --head" in out.stderr
+    assert not run_dir.exists()
+    out = train(*TINY, "--ray-address", "nowhere", "--iterations", "1", "--run-dir", str(run_dir), timeout=120)
+    assert out.returncode == 2 and "write auto or HOST:PORT" in out.stderr and not run_dir.exists()
+
+
+@needs_ray
 def test_a_ray_run_writes_the_files_and_metrics_of_a_one_process_run(tmp_path):
     alone, spread = tmp_path / "alone", tmp_path / "spread"
     out = train(*TINY, "--iterations", "3", "--run-dir", str(alone))

@@ -23,7 +23,7 @@ def main(argv=None) -> int:
         epilog="Examples: train.py --game gomoku | train.py --game tictactoe --minutes 5 | "
         "train.py --game gomoku --set search.simulations=128 --set network.blocks=6 | "
         "train.py --run-dir runs/gomoku-20261122-150000 (resume) | "
-        "train.py --game gomoku --ray (self-play on Ray actors, one per core) | "
+        "train.py --game gomoku --ray (self-play on Ray actors) | "
         "train.py --game gomoku --ray-address auto --actors 32 (on a Ray cluster). "
         "See every config key with --help-config.",
     )

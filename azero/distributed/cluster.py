@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 
 from ..errors import UserError
 
@@ -38,6 +39,8 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, worker_n
         return ray
     if address is None:
         os.environ["RAY_worker_niceness"] = str(worker_niceness)  # read by the raylet ray.init starts
+    elif address != "auto":
+        check_reachable(address)
     # A local instance's workers inherit this process's environment (PYTHONPATH included); a
     # cluster's nodes run the azero installed on them.
     options = dict(include_dashboard=False, logging_level=logging.WARNING, log_to_driver=True)
@@ -51,6 +54,18 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, worker_n
         hint = "" if address is None else " (is `ray start --head` running there, and is the address right?)"
         raise UserError(f"could not {where}: {str(error).strip().splitlines()[0][:200]}{hint}") from None
     return ray
+
+
+def check_reachable(address: str, timeout: float = 10.0) -> None:
+    """A UserError unless HOST:PORT accepts connections (Ray itself would retry for minutes)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise UserError(f"--ray-address {address!r}: write auto or HOST:PORT, e.g. 10.0.0.5:6379")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as error:
+        raise UserError(f"could not join the Ray cluster at {address}: {error.strerror or error} (is `ray start "
+                        "--head` running there, and is the address right?)") from None
 
 
 def cluster_cpus(ray) -> float:
