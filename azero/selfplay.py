@@ -3,7 +3,10 @@
 Each move searches all B positions together (PUCT with root noise), plays a move
 in every game (in proportion to visits for the first `temperature_moves` moves,
 then the most visited), and records (planes, visit distribution, legal moves,
-player to move). When a game ends, its positions become samples whose value is
+player to move). With `search.algorithm = "gumbel"` the search is Gumbel AlphaZero's
+(search/gumbel.py): the move is its Gumbel-sampled choice and the policy recorded is
+its improved policy softmax(logits + sigma(completed Q)); no Dirichlet noise, no
+temperature, a fresh tree each move. When a game ends, its positions become samples whose value is
 the outcome from the view of the player to move there; the game restarts in
 place, so the batch stays full. Games in progress carry over between iterations
 (their state is part of `state_dict`, so a resumed run continues them exactly).
@@ -35,7 +38,7 @@ class Samples:
     """Training samples.
 
     planes: uint8 [n, C, H, W]  (0/1 planes of game.encode)
-    policy: float [n, A]        visit distribution of the search
+    policy: float [n, A]        the search's policy: visit distribution (PUCT) or improved policy (Gumbel)
     legal:  bool  [n, A]
     value:  float [n]           outcome from the view of the player to move, in [-1, 1]
     """
@@ -83,12 +86,16 @@ class SelfPlay:
                  device="cpu", seed: int = 0):
         self.game, self.search_cfg = game, search
         self.batch = selfplay.games
-        self.searcher = NetworkSearch(game, net, device=device, c_init=search.c_init, c_base=search.c_base,
-                                      fpu_reduction=search.fpu_reduction, precision=search.precision)
+        self.searcher = NetworkSearch(game, net, device=device, algorithm=search.algorithm, c_init=search.c_init,
+                                      c_base=search.c_base, fpu_reduction=search.fpu_reduction,
+                                      considered_actions=search.considered_actions, c_visit=search.c_visit,
+                                      c_scale=search.c_scale, precision=search.precision)
+        self.gumbel = search.algorithm == "gumbel"
+        self.reuse_tree = search.reuse_tree and not self.gumbel
         self.alpha = search.dirichlet_alpha or default_alpha(game)
         self.seed = seed
         self.rng = np.random.default_rng(seed)
-        self.capacity = 2 * search.simulations + 1 if search.reuse_tree else search.simulations + 1
+        self.capacity = 2 * search.simulations + 1 if self.reuse_tree else search.simulations + 1
         max_len = game.num_actions * 4 + 16
         self.max_len = max_len
         h, w = game.board_shape
@@ -107,9 +114,13 @@ class SelfPlay:
     def _keys(self) -> torch.Tensor:
         return fold(make_keys(self.seed, 1).expand(self.batch) + self.game_ids * 0x9E37, self.states.move_number)
 
-    def _search(self) -> torch.Tensor:
-        """Search all positions; returns the root visit counts float [B, A]."""
+    def _search(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Search all positions; returns the policy target float [B, A] and the move to play long [B]."""
         keys = self._keys()
+        if self.gumbel:
+            result = self.searcher.gumbel_search(self.states, keys, self.search_cfg.simulations, noise=True)
+            self.tree = result.tree
+            return result.policy, result.action
         if self.tree is None:
             self.tree = self.searcher.fresh_tree(self.states, keys, self.capacity)
         else:
@@ -119,7 +130,8 @@ class SelfPlay:
             self.tree.prior[:, 0], legal, self.alpha, self.search_cfg.noise_fraction, self.rng
         )
         self.searcher.search(self.tree, self.search_cfg.simulations)
-        return self.tree.root_visits()
+        visits = self.tree.root_visits()
+        return visits / visits.sum(dim=1, keepdim=True).clamp(min=1), self._choose(visits)
 
     def _choose(self, visits: torch.Tensor) -> torch.Tensor:
         """Temperature 1 (in proportion to visits) early in each game, then the most visited."""
@@ -135,17 +147,16 @@ class SelfPlay:
     def step(self) -> tuple[Samples | None, list[tuple[int, int]]]:
         """Play one move in every game; returns the samples of finished games and (result, length) of each."""
         game, b = self.game, self.batch
-        visits = self._search()
+        policy, action = self._search()
         rows = torch.arange(b)
         slot = self.length.clamp(max=self.max_len - 1)
         self.planes[rows, slot] = game.encode(self.states).to(torch.uint8)
-        self.policy[rows, slot] = visits / visits.sum(dim=1, keepdim=True).clamp(min=1)
+        self.policy[rows, slot] = policy
         self.legal[rows, slot] = self.tree.legal[:, 0]
         self.to_play[rows, slot] = self.states.to_play
         self.length += 1
-        action = self._choose(visits)
         self.states = game.step(self.states, action)
-        if self.search_cfg.reuse_tree:
+        if self.reuse_tree:
             self.tree, kept = subtree(self.tree, action)
             # a kept subtree must leave room for this move's simulations
             kept &= self.tree.next_node + self.search_cfg.simulations < self.capacity

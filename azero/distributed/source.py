@@ -86,7 +86,7 @@ class RaySelfPlay:
         seeds = [(config.run.seed * 7919 + run.iteration * 104_729 + k + 1) % 2**31 for k in range(count)]
         self.actors = [worker.remote(settings, k, seeds[k], actor_device, 1) for k in range(count)]
         evaluator = ray.remote(EvaluatorWorker).options(max_restarts=-1, max_task_retries=0, num_cpus=0)
-        self.evaluator = evaluator.remote(settings, config.run.seed, "cpu", 1)
+        self.evaluator = evaluator.remote(settings, "cpu", 1)
         identities = ray.get([actor.identity.remote() for actor in self.actors])
         self.incarnations = [incarnation for _, incarnation in identities]
         for k, (pid, _) in enumerate(identities):

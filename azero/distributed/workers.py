@@ -23,7 +23,7 @@ import torch
 import games
 
 from ..config import config_from_dict
-from ..evaluation import LadderEvaluator
+from ..loop import ladder_evaluator
 from ..network import PolicyValueNet
 from ..selfplay import Samples, SelfPlay
 from .ledger import Chunk
@@ -110,12 +110,12 @@ class SelfPlayWorker:
 
 
 class EvaluatorWorker:
-    def __init__(self, config: dict, seed: int, device: str = "cpu", threads: int = 1):
+    def __init__(self, config: dict, device: str = "cpu", threads: int = 1):
         torch.set_num_threads(threads)
         self.config = config_from_dict(config)
         self.game = games.make_from_spec(self.config.game.spec)
         self.net = PolicyValueNet(self.config.network, self.game).to(device).eval()
-        self.seed, self.device = seed, device
+        self.device = device
 
     def identity(self) -> tuple[int, str]:
         return os.getpid(), ""
@@ -125,8 +125,7 @@ class EvaluatorWorker:
         ladder whose state is `state` (LadderEvaluator.state_dict)."""
         started = time.perf_counter()
         self.net.load_state_dict(_fetch(weights[0]))
-        evaluator = LadderEvaluator(self.game, self.config.evaluation, seed=self.seed, device=self.device,
-                                    precision=self.config.search.precision)
+        evaluator = ladder_evaluator(self.game, self.config, self.device)
         evaluator.load_state_dict(state)
         metrics = evaluator.evaluate(self.net, iteration, progress=False)
         return metrics, evaluator.state_dict(), time.perf_counter() - started
