@@ -25,11 +25,13 @@ from ..errors import cli_entry
 
 SCRIPTS = Path(__file__).resolve().parent.parent.parent / "scripts"
 FIRST = re.compile(r"self-play actor (\d+): pid (\d+)")
-REPLACED = re.compile(r"self-play actor (\d+): new process (\d+)")
+REPLACED = re.compile(r"self-play actor (\d+) restarted: pid (\d+)")
 
 
 def actor_processes(log: str) -> dict[int, int]:
-    """Each actor's newest process id, from the learner's log (and what Ray forwards of the actors')."""
+    """Each actor's newest working process, from the learner's log: the first ones, and each
+    replacement once the learner has received games from it (a replacement killed before it
+    sent any would be a restart nobody sees)."""
     newest: dict[int, int] = {}
     for line in log.splitlines():
         match = FIRST.search(line) or REPLACED.search(line)
@@ -47,14 +49,17 @@ def alive(pid: int) -> bool:
 
 
 def kill_actors(log_path: Path, process: subprocess.Popen, every: float, actors: int) -> list[dict]:
-    """Every `every` seconds, kill -9 the next actor (in turn) whose newest process is alive."""
+    """Every `every` seconds, kill -9 the next actor (in turn) whose newest working process is
+    alive; when none is yet (replacements still starting), the kill waits for one, and the next
+    comes `every` seconds after it."""
     kills: list[dict] = []
     started = time.monotonic()
     turn = 0
     next_kill = every
     while process.poll() is None:
         time.sleep(0.5)
-        if time.monotonic() - started < next_kill:
+        now = time.monotonic() - started
+        if now < next_kill:
             continue
         processes = actor_processes(log_path.read_text())
         for offset in range(actors):
@@ -62,10 +67,10 @@ def kill_actors(log_path: Path, process: subprocess.Popen, every: float, actors:
             pid = processes.get(k)
             if pid and alive(pid) and all(kill["pid"] != pid for kill in kills):
                 os.kill(pid, signal.SIGKILL)
-                kills.append({"actor": k, "pid": pid, "second": round(time.monotonic() - started, 1)})
+                kills.append({"actor": k, "pid": pid, "second": round(now, 1)})
                 turn = k + 1
+                next_kill = now + every
                 break
-        next_kill += every
     return kills
 
 
@@ -102,6 +107,7 @@ def main(argv=None) -> int:
     checks = {
         "run_finished": process.returncode == 0 and "Traceback" not in log_path.read_text(),
         "every_actor_restarted": all(last.get(f"actors/{k}/restarts", 0) >= 1 for k in range(args.actors)),
+        "every_kill_seen": last.get("actors/restarts", 0) >= len(kills) - args.actors,  # the last ones may come late
         "metrics_continuous": [r["iteration"] for r in records] == list(range(1, len(records) + 1))
         and hours == sorted(hours),
         "nothing_lost_or_counted_twice": all(last[key] == 0 for key in (
