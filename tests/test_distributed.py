@@ -197,6 +197,11 @@ def test_a_ray_run_writes_the_files_and_metrics_of_a_one_process_run(tmp_path):
     assert [r["iteration"] for r in records] == [1, 2, 3]
     assert "eval/elo" in records[-1] and records[-1]["eval/network_iteration"] == 3
     assert {"actors/0/positions_per_s", "actors/1/positions_per_s", "actors/1/restarts"} <= keys_spread
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    board = EventAccumulator(str(spread / "tb"))
+    board.Reload()
+    assert {"actors/0/positions_per_s", "actors/1/restarts", "charts/weights_staleness"} <= set(board.Tags()["scalars"])
     assert all(r["charts/weights_staleness"] >= 0 for r in records)
     assert latest(spread)["positions"] == replayed(spread) == records[-1]["charts/positions"]
     assert latest(spread).keys() == latest(alone).keys()
