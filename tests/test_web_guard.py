@@ -70,9 +70,9 @@ def test_the_board_refuses_other_hosts_origins_content_types_and_big_bodies(boar
         ("POST", "/api/move", b"", own(port, **json_type, **{"Content-Length": "-1"}), 400, "not a number"),
         ("POST", "/api/move", b"", own(port, **json_type, **{"Transfer-Encoding": "chunked"}), 411, "Content-Length"),
         ("PUT", "/api/move", b"", own(port), 501, "Unsupported method"),
-        ("POST", "/api/new", b'{"game": 5}', own(port, **json_type), 400, "a game spec is text"),
+        ("POST", "/api/new", b'{"game": 5}', own(port, **json_type), 400, "game must be a game spec"),
         ("POST", "/api/new", b'{"simulations": 1000000000000}', own(port, **json_type), 400,
-         "simulations=1000000000000 is out of range; allowed: a whole number 1..100,000,000"),
+         "simulations a move on this board (the search tree's memory)"),
     ]
     for method, path, body, headers, status, words in refusals:
         headers = dict(headers)

@@ -37,7 +37,7 @@ from .coordinates import cell_names, edge_labels
 
 TREE_BYTES = 256 << 20  # the memory a pondering search tree (or a move's, at the largest budget) may take
 GRAPH_SIMULATIONS = 100  # the quick analysis of each position of the game for the win-rate graph
-PONDER_SECONDS = 24 * 3600.0  # pondering's time limit; a position change or the tree's size stops it sooner
+PONDER_SECONDS = MAX_SECONDS  # pondering's time limit; a position change or the tree's size stops it sooner
 PROGRESS_SECONDS = 0.2  # live analysis is stored for the page at most this often
 MAX_SGF_CHARACTERS = 1_000_000
 KEEP_ANALYSES = 5000  # beyond this many positions, analyses off the game's lines are dropped
