@@ -58,7 +58,7 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, worker_n
 
 def check_reachable(address: str, timeout: float = 10.0) -> None:
     """A UserError unless HOST:PORT accepts connections (Ray itself would retry for minutes)."""
-    host, _, port = address.rpartition(":")
+    host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
         raise UserError(f"--ray-address {address!r}: write auto or HOST:PORT, e.g. 10.0.0.5:6379")
     try:
