@@ -25,9 +25,9 @@ import torch
 import games
 
 from ..bench import machine, rates
-from ..plot import xy_svg
 from ..config import load_config
 from ..network import PolicyValueNet
+from ..plot import xy_svg
 from ..replay import ReplayBuffer
 from ..selfplay import Samples, SelfPlay
 from .cluster import cluster_cpus, connect

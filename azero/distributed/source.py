@@ -37,7 +37,6 @@ from __future__ import annotations
 import math
 import time
 
-import torch
 from tqdm import tqdm
 
 from ..errors import UserError
