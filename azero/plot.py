@@ -136,3 +136,38 @@ def nice_ticks(low: float, high: float, count: int = 6) -> list[float]:
 
 def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def xy_svg(points: list[tuple[float, float]], x_labels: list[str], title: str, x_name: str, y_name: str,
+           width: int = 640, height: int = 360) -> str:
+    """A line through (x, y) points, labelled x_labels on the x axis, y from 0, as an SVG picture."""
+    left, right, top, bottom = 70, 20, 40, 45
+    x_min, x_max = min(p[0] for p in points), max(p[0] for p in points)
+    x_span = (x_max - x_min) or 1.0
+    y_max = max(p[1] for p in points) * 1.1 or 1.0
+
+    def sx(x):
+        return left + (width - left - right) * (x - x_min) / x_span
+
+    def sy(y):
+        return top + (height - top - bottom) * (1 - y / y_max)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'font-family="sans-serif" font-size="12">',
+             '<rect width="100%" height="100%" fill="white"/>',
+             f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="14">{title}</text>']
+    for i in range(6):
+        y = y_max * i / 5
+        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" stroke="#ddd"/>')
+        parts.append(f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:.0f}</text>')
+    for (x, _), label in zip(points, x_labels):
+        parts.append(f'<text x="{sx(x):.1f}" y="{height - bottom + 16}" text-anchor="middle">{label}</text>')
+    parts.append(f'<text x="{width / 2}" y="{height - 8}" text-anchor="middle">{x_name}</text>')
+    parts.append(f'<text x="16" y="{height / 2}" text-anchor="middle" transform="rotate(-90 16 {height / 2})">'
+                 f'{y_name}</text>')
+    line = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points)
+    parts.append(f'<polyline points="{line}" fill="none" stroke="#2c3e50" stroke-width="2"/>')
+    for x, y in points:
+        parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="#2c3e50"/>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
