@@ -93,6 +93,9 @@ class TrainConfig:
     schedule_iterations: int = _f(200, "cosine schedule: iterations from peak to min_learning_rate", low=1)
     min_learning_rate: float = _f(1e-5, "cosine schedule: final learning rate", low=0)
     grad_clip: float = _f(5.0, "clip the gradient norm to this (0 = no clipping)", low=0)
+    mixed_precision: str = _f("auto", "autocast of the training steps: auto = bfloat16 on a GPU that has it, "
+                              "else float16 (with loss scaling) on a GPU, off on a CPU; bfloat16 also runs "
+                              "on a CPU", choices=("auto", "off", "bfloat16", "float16"))
 
 
 @dataclass
