@@ -170,6 +170,26 @@ def test_puct_searches_the_same(fpu_reduction):
         assert torch.equal(a, b)
 
 
+def test_puct_with_forced_playouts_searches_the_same():
+    game = games.make("gomoku", size=6, k=4)
+    roots = game.step(game.initial_state(5), torch.tensor([0, 7, 14, 21, 35]))
+    evaluator, rule = SmoothEvaluator(game), PUCT(forced_playouts=2.0)
+
+    def run():
+        prior, _ = evaluator(roots)
+        tree = new_tree(game, roots, 201, make_keys(0, 5), root_prior=prior)
+        simulate(tree, game, evaluator, rule, 200)
+        return tree.root_visits(), tree.visits, tree.value_sum, tree.parent
+
+    ours, theirs = both(run)
+    for a, b in zip(ours, theirs):
+        assert torch.equal(a, b)
+    prior, _ = evaluator(roots)
+    plain = new_tree(game, roots, 201, make_keys(0, 5), root_prior=prior)
+    simulate(plain, game, evaluator, PUCT(), 200)
+    assert not torch.equal(plain.root_visits(), ours[0])  # the forced visits changed the search
+
+
 def test_a_tree_that_reaches_finished_games_backs_up_their_results():
     # X to move wins at c3 at once; every path through c3 ends at a finished game.
     game = games.make("tictactoe")

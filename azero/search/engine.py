@@ -60,8 +60,9 @@ def _rows(array: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
     return array.view(-1, *array.shape[2:]).index_select(0, flat)
 
 
-def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor, active: torch.Tensor | None = None) -> NodeView:
-    """The NodeView of node `flat` (index b * N + n) of each tree."""
+def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor, active: torch.Tensor | None = None,
+               root: bool = False) -> NodeView:
+    """The NodeView of node `flat` (index b * N + n) of each tree (`root`: the roots)."""
     visits = _rows(tree.visits, flat)
     if tree.prior is not None:  # only PUCT's first-play urgency needs the node's own value
         q = _rows(tree.value_sum, flat) / visits.clamp(min=1) * _rows(tree.q_sign, flat)
@@ -76,6 +77,7 @@ def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor, activ
         legal=_rows(tree.legal, flat),
         uniform=uniform_draw,
         active=active,
+        root=root,
     )
 
 
@@ -122,7 +124,7 @@ def _simulate(tree, game, evaluator, rule, num_simulations) -> Tree:
         while True:
             flat = base + node
             draw = uniform_draw(sim_keys, depth) if rule.uses_uniform else None  # UCB1's untried moves
-            action = rule.select(_node_view(tree, flat, draw, active if depth else None))
+            action = rule.select(_node_view(tree, flat, draw, active if depth else None, root=depth == 0))
             edge = flat * actions + action
             child = tree.children.view(-1).index_select(0, edge).long()
             open_node = active & ~tree.terminal.view(-1).index_select(0, flat)

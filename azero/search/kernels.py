@@ -53,7 +53,7 @@ def _first_max(scores, count):  # pragma: no cover - compiled; torch.argmax: the
 @njit(cache=True, nogil=True)
 def _descend(
     kind, children, child_visits, child_value_sum, legal, prior, visits, value_sum, q_sign, terminal,
-    keys, next_node, capacity, c, c_init, c_base, fpu_reduction,
+    keys, next_node, capacity, c, c_init, c_base, fpu_reduction, forced,
     path, edges, length, expand_action, last,
 ):  # pragma: no cover - compiled
     batch = next_node.shape[0]
@@ -99,6 +99,14 @@ def _descend(
                     exploit = child_value_sum[flat, a] / (n * w) if n > 0 else fpu
                     score = exploit + prior[flat, a] / (n + np.float32(1.0))
                     scores[a] = score if legal[flat, a] != 0 else -inf
+                if depth == 0 and forced > 0:  # forced playouts (search/forced.py): root moves short of theirs first
+                    total = np.float32(0.0)
+                    for a in range(actions):
+                        total += child_visits[flat, a]
+                    for a in range(actions):
+                        if legal[flat, a] != 0 and child_visits[flat, a] < np.sqrt(
+                                np.float32(forced) * prior[flat, a] * total):
+                            scores[a] = inf
                 action = _first_max(scores, actions)
             edges[b, depth] = flat * actions + action
             if terminal[flat]:  # a finished game: the path ends here
@@ -204,9 +212,10 @@ class Walker:
         self.expand_action = torch.empty(batch, dtype=torch.long)
         self.last = torch.empty(batch, dtype=torch.long)
         if isinstance(rule, UCB1):
-            self.kind, self.params = UCB1_KIND, (float(rule.c), 0.0, 1.0, 0.0)
+            self.kind, self.params = UCB1_KIND, (float(rule.c), 0.0, 1.0, 0.0, 0.0)
         else:
-            self.kind, self.params = PUCT_KIND, (0.0, float(rule.c_init), float(rule.c_base), float(rule.fpu_reduction))
+            self.kind, self.params = PUCT_KIND, (0.0, float(rule.c_init), float(rule.c_base), float(rule.fpu_reduction),
+                                                 float(rule.forced_playouts))
         arrays = {name: _numpy(getattr(tree, name)) for name in {*_DESCEND, *_RECORD, *_BACKUP} - {"prior"}}
         # a tree without priors (UCB1): PUCT's argument is there but never read
         arrays["prior"] = np.zeros((1, actions), np.float32) if tree.prior is None else _numpy(tree.prior)

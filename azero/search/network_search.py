@@ -60,15 +60,18 @@ class NetworkSearch:
     """PUCT search driven by a network, for all B positions at once."""
 
     def __init__(self, game: Game, net: PolicyValueNet, *, device="cpu", c_init=1.25, c_base=19652.0,
-                 fpu_reduction=0.0, precision="auto"):
+                 fpu_reduction=0.0, precision="auto", forced_playouts=0.0):
         self.game = game
         self.evaluator = NetworkEvaluator(net, game, device, precision)
-        self.rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction)
+        self.rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction, forced_playouts=forced_playouts)
+        # the rule of searches that should not explore (cheap searches of playout cap randomization)
+        self.plain_rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction)
 
     def fresh_tree(self, states: State, keys: torch.Tensor, capacity: int) -> Tree:
         """A tree per position whose root carries the network's prior (one forward pass)."""
         prior, _ = self.evaluator(states, keys)
         return new_tree(self.game, states, capacity, keys, root_prior=prior, with_prior=True)
 
-    def search(self, tree: Tree, simulations: int) -> Tree:
-        return simulate(tree, self.game, self.evaluator, self.rule, simulations)
+    def search(self, tree: Tree, simulations: int, *, explore: bool = True) -> Tree:
+        """`simulations` more in every tree; without `explore`, no forced playouts."""
+        return simulate(tree, self.game, self.evaluator, self.rule if explore else self.plain_rule, simulations)

@@ -16,6 +16,8 @@ import torch
 
 from games.random import random_true
 
+from .forced import forced_visits
+
 
 class NodeView(NamedTuple):
     """One node of each of B trees.
@@ -29,6 +31,7 @@ class NodeView(NamedTuple):
     uniform:         float [B]     one uniform random number per tree for tie-breaks
     active:          bool  [B]     the trees whose choice is used (None: all); a rule may
                                    return anything in range for the others
+    root:            bool          the node is each tree's root
     """
 
     visits: torch.Tensor
@@ -39,6 +42,7 @@ class NodeView(NamedTuple):
     legal: torch.Tensor
     uniform: torch.Tensor
     active: torch.Tensor | None = None
+    root: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,13 +93,25 @@ class PUCT:
     Q is on [0, 1]. An unvisited child's Q is the first-play urgency: the node's
     own value for the chooser minus `fpu_reduction` (clamped to [0, 1]).
     N counts the node's own evaluation, so it is at least 1.
+
+    With `forced_playouts` k > 0 (KataGo's forced playouts, search/forced.py), a root move
+    with fewer visits than sqrt(k * P * the root's child visits) is chosen before any other
+    (the first such move in action order).
     """
 
     c_init: float = 1.25
     c_base: float = 19652.0
     fpu_reduction: float = 0.0
+    forced_playouts: float = 0.0
     uses_prior = True
     uses_uniform = False
+
+    def _forced(self, view: NodeView) -> torch.Tensor | None:
+        """bool [B, A]: the root moves short of their forced visits (None: none can be)."""
+        if not (view.root and self.forced_playouts > 0):
+            return None
+        n = view.child_visits
+        return (n < forced_visits(view.prior, n, self.forced_playouts)) & view.legal
 
     def scores(self, view: NodeView) -> torch.Tensor:
         """float [B, A]: twice the PUCT score minus 1 (the same order; computed on the [-1, 1]
@@ -106,8 +122,9 @@ class PUCT:
         weight = (2.0 * c * torch.sqrt(parent_n)).unsqueeze(1)
         fpu = (view.q - 2.0 * self.fpu_reduction).clamp(-1.0, 1.0).unsqueeze(1)
         q = torch.where(n > 0, view.child_value_sum / n.clamp(min=1), fpu)
-        score = q + weight * view.prior / (n + 1.0)
-        return score.masked_fill(~view.legal, -math.inf)
+        score = (q + weight * view.prior / (n + 1.0)).masked_fill(~view.legal, -math.inf)
+        forced = self._forced(view)
+        return score if forced is None else score.masked_fill(forced, math.inf)
 
     def select(self, view: NodeView) -> torch.Tensor:
         """argmax of `scores`, computed as score / w with w = 2 c(N) sqrt(N) > 0 per tree (the same
@@ -118,5 +135,8 @@ class PUCT:
         w = w.mul_(parent_n.sqrt()).mul_(2.0).unsqueeze(1)
         fpu = (view.q - 2.0 * self.fpu_reduction).clamp_(-1.0, 1.0).unsqueeze(1) / w
         exploit = torch.where(n > 0, view.child_value_sum / (n * w), fpu)  # 0/0 where n = 0 is not taken
-        score = exploit.add_(view.prior / (n + 1.0))
-        return score.masked_fill_(~view.legal, -math.inf).argmax(dim=1)
+        score = exploit.add_(view.prior / (n + 1.0)).masked_fill_(~view.legal, -math.inf)
+        forced = self._forced(view)
+        if forced is not None:
+            score.masked_fill_(forced, math.inf)
+        return score.argmax(dim=1)
