@@ -94,7 +94,7 @@ def open_run(config: Config | None, run_dir: Path | None, command: list[str]) ->
     if config is None:
         raise UserError("no config to start a new run with")
     game = games.make_from_spec(config.game.spec)  # fail before creating anything
-    config.network.validate()
+    config.network.validate(game)
     run_dir = run_dir or new_run_dir(game.name)
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run_dir / "config.toml", config.to_toml())
