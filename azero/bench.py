@@ -223,6 +223,33 @@ def bench_puct(seconds: float, repeats: int) -> dict:
             "precision": precision}
 
 
+def bench_gumbel(seconds: float, repeats: int) -> dict:
+    """Gumbel AlphaZero's simulations per second against PUCT's, same network, positions and
+    batch, fresh trees (the cost of Gumbel's root schedule and selection; the network calls
+    are the same)."""
+    from .search.network_search import NetworkSearch
+
+    config, game, net = _learner_parts()
+    batch, sims = config.selfplay.games, 32
+    puct, gumbel = NetworkSearch(game, net), NetworkSearch(game, net, algorithm="gumbel")
+    roots = game.initial_state(batch)
+    for ply in range(4):  # different positions, different legal moves
+        roots = game.step(roots, games.sample_uniform_legal(game.legal_mask(roots), make_keys(ply, batch)))
+    keys = make_keys(0, batch)
+
+    def puct_search() -> float:
+        puct.search(puct.fresh_tree(roots, keys, sims + 1), sims)
+        return float(batch * sims)
+
+    def gumbel_search() -> float:
+        gumbel.gumbel_search(roots, keys, sims, noise=True)
+        return float(batch * sims)
+
+    puct_rate, gumbel_rate = rates(puct_search, gumbel_search, seconds=seconds, repeats=repeats)
+    return {"puct_sims_per_s": puct_rate, "gumbel_sims_per_s": gumbel_rate, "gumbel_vs_puct": gumbel_rate / puct_rate,
+            "batch": batch, "simulations": sims, "considered_actions": gumbel.considered_actions}
+
+
 def bench_selfplay(seconds: float, repeats: int) -> dict:
     """Self-play positions per second: all games batched, and one game with one leaf per network call."""
     from .selfplay import SelfPlay
@@ -270,6 +297,7 @@ GROUPS: dict[str, Callable[..., dict]] = {
     "game_steps_per_s": bench_game_steps,
     "uct": bench_uct,
     "puct": bench_puct,
+    "gumbel": bench_gumbel,
     "selfplay": bench_selfplay,
     "train": bench_train,
 }

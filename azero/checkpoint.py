@@ -12,7 +12,7 @@ A checkpoint is a dict of plain values and tensors (loadable with
 
 Every file is written to a temporary name in the same folder, flushed to disk
 with fsync, then renamed over the old one, so a crash leaves the old file or the
-new one, never half of either.
+new one, never half of either (and a temporary file, which a resumed run deletes).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -29,26 +30,38 @@ import games
 from games import Game
 
 from .errors import UserError
+from .faults import fault
 from .network import NetworkConfig, PolicyValueNet
 
 FORMAT = "azero-checkpoint"
 FORMAT_VERSION = 1
+TEMPORARY_SUFFIX = ".tmp"  # an atomic write's file until it is renamed: .NAME.RANDOM.tmp
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write `data` to `path` atomically (temp file, fsync, rename, fsync of the folder)."""
+def atomic_write_bytes(path: str | Path, data: bytes, *, point: str = "file") -> None:
+    """Write `data` to `path` atomically (temp file, fsync, rename, fsync of the folder).
+
+    point: the file's name for fault injection (azero/faults.py: POINT.write, .fsync, .rename, .renamed).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as out:
-            out.write(data)
+            half = len(data) // 2
+            out.write(data[:half])
             out.flush()
+            fault(f"{point}.write", str(path))
+            out.write(data[half:])
+            out.flush()
+            fault(f"{point}.fsync", str(path))
             os.fsync(out.fileno())
+        fault(f"{point}.rename", str(path))
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+    fault(f"{point}.renamed", str(path))
     try:
         folder = os.open(path.parent, os.O_RDONLY)
         try:
@@ -59,15 +72,23 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         pass
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: str | Path, text: str, *, point: str = "config") -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), point=point)
 
 
-def atomic_save(obj: Any, path: str | Path) -> None:
+def atomic_save(obj: Any, path: str | Path, *, point: str = "file") -> None:
     """torch.save `obj` to `path` atomically."""
     buffer = io.BytesIO()
     torch.save(obj, buffer)
-    atomic_write_bytes(path, buffer.getvalue())
+    atomic_write_bytes(path, buffer.getvalue(), point=point)
+
+
+def remove_temporary_files(folder: str | Path) -> list[Path]:
+    """Delete what atomic writes left in `folder` when their process died mid-write; returns those files."""
+    left = [path for path in Path(folder).glob(f".*{TEMPORARY_SUFFIX}") if path.is_file()]
+    for path in left:
+        path.unlink(missing_ok=True)
+    return left
 
 
 def safe_load(path: str | Path, what: str = "file") -> Any:
@@ -75,11 +96,27 @@ def safe_load(path: str | Path, what: str = "file") -> Any:
     path = Path(path)
     if not path.exists():
         raise UserError(f"{what} not found: {path}")
+    if not path.is_file():
+        raise UserError(f"{path} is not a {what}: it is not a file")
+    _check_archive(path, what)
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # truncated zip, not a torch file, unsafe content, ...
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise UserError(f"{path} is not a readable {what} (damaged or truncated?): {reason[:160]}") from None
+
+
+def _check_archive(path: Path, what: str) -> None:
+    """UserError unless `path` is a zip archive (torch.save's format) whose every member matches its
+    checksum: torch.load reads damaged bytes without noticing (a flipped bit in a weight loads as it is)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()
+    except Exception as error:  # not a zip, truncated, a header that lies about sizes, ...
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UserError(f"{path} is not a readable {what} (damaged or truncated?): {reason[:160]}") from None
+    if damaged is not None:
+        raise UserError(f"{path} is damaged: its part {damaged} does not match its checksum")
 
 
 def network_checkpoint(net: PolicyValueNet, game: Game, iteration: int, **extra) -> dict:

@@ -42,14 +42,24 @@ class GameConfig:
 
 @dataclass
 class SearchConfig:
-    simulations: int = _f(64, "PUCT simulations per move in self-play", low=1)
+    algorithm: str = _f("puct", "puct = AlphaZero (PUCT, Dirichlet root noise, visit-count policy targets); gumbel = "
+                        "Gumbel AlphaZero (Gumbel-sampled root moves, sequential halving, completed-Q targets)",
+                        choices=("puct", "gumbel"))
+    simulations: int = _f(64, "search simulations per move in self-play", low=1)
     c_init: float = _f(1.25, "PUCT exploration constant c_init", low=0)
     c_base: float = _f(19652.0, "PUCT exploration constant c_base", low=1)
     fpu_reduction: float = _f(0.0, "first-play urgency: an unvisited move's value is the parent's minus this", low=0)
-    dirichlet_alpha: float = _f(0.0, "root noise concentration; 0 = 10 / (typical number of legal moves)", low=0)
-    noise_fraction: float = _f(0.25, "weight of the Dirichlet noise in the root prior", low=0)
-    temperature_moves: int = _f(8, "moves of each game sampled in proportion to visits; then the most visited", low=0)
-    reuse_tree: bool = _f(True, "keep the chosen move's subtree for the next move in self-play")
+    dirichlet_alpha: float = _f(0.0, "PUCT root noise concentration; 0 = 10 / (typical number of legal moves)", low=0)
+    noise_fraction: float = _f(0.25, "PUCT: weight of the Dirichlet noise in the root prior", low=0)
+    temperature_moves: int = _f(8, "PUCT: moves of each game sampled in proportion to visits; then the most "
+                                "visited (gumbel always plays its sampled choice)", low=0)
+    reuse_tree: bool = _f(True, "PUCT: keep the chosen move's subtree for the next move in self-play (gumbel "
+                          "searches a fresh tree each move)")
+    considered_actions: int = _f(16, "gumbel: root moves sampled without replacement for sequential halving (m)",
+                                 low=1)
+    c_visit: float = _f(50.0, "gumbel: sigma(q) = (c_visit + most visits of a sibling) * c_scale * q, q on [0, 1]",
+                        low=0)
+    c_scale: float = _f(1.0, "gumbel: the weight of the values against the network's logits in sigma", low=0)
     cheap_simulations: int = _f(16, "simulations of a cheap search (playout cap randomization: moves not "
                                 "chosen by selfplay.full_search_fraction); fewer than search.simulations", low=1)
     forced_playouts: float = _f(0.0, "KataGo's forced playouts in self-play: each root move c gets at least "
@@ -102,7 +112,8 @@ class TrainConfig:
 class EvaluationConfig:
     every: int = _f(4, "evaluate every this many iterations (0 = only at the end)", low=0)
     games: int = _f(40, "games against each opponent per evaluation", low=2)
-    simulations: int = _f(64, "PUCT simulations per move of the network in evaluation games", low=1)
+    simulations: int = _f(64, "search simulations per move of the network in evaluation games (search.algorithm)",
+                          low=1)
     ladder: list = _f([100, 300, 1000, 3000, 10000],
                       "opponents, weakest first: UCT iterations (100 = uct:100) or player specs ('random', "
                       "'flatmc:100', 'gtp:...'); the first is Elo 0")
@@ -142,6 +153,11 @@ class Config:
                 lines.append(f"{key} = {_toml_value(value)}")
             lines.append("")
         return "\n".join(lines)
+
+
+def toml_text(value) -> str:
+    """A config value as TOML writes it: 64, 0.25, true, "gomoku:size=8", [100, 300]."""
+    return _toml_value(value)
 
 
 def _toml_value(value) -> str:
@@ -246,6 +262,27 @@ def check_config(config: Config) -> None:
     if config.selfplay.full_search_fraction < 1 and search.cheap_simulations >= search.simulations:
         raise ConfigError(f"search.cheap_simulations={search.cheap_simulations} must be fewer than "
                           f"search.simulations={search.simulations} when selfplay.full_search_fraction < 1")
+    if search.algorithm == "gumbel" and search.forced_playouts > 0:
+        raise ConfigError("search.forced_playouts is PUCT's; search.algorithm=gumbel spreads its root visits by "
+                          "sequential halving: set search.forced_playouts=0")
+    if config.network.ownership or config.network.score:  # heads the game must define
+        import games
+
+        try:
+            game = games.make_from_spec(config.game.spec)
+        except games.GameError:
+            return  # a bad spec is reported where the game is made
+        try:
+            config.network.validate(game)
+        except UserError as error:
+            raise ConfigError(str(error)) from None
+
+
+def differences(first: Config, second: Config) -> list[tuple[str, object, object]]:
+    """(section.key, value in first, value in second) for every key where the two configs differ."""
+    a, b = first.to_dict(), second.to_dict()
+    return [(f"{section}.{key}", a[section][key], b[section][key])
+            for section in a for key in a[section] if a[section][key] != b[section][key]]
 
 
 def config_from_dict(data: dict) -> Config:

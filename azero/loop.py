@@ -32,10 +32,12 @@ import torch
 import games
 
 from . import __version__
-from .checkpoint import atomic_save, atomic_write_text, load_checkpoint, network_checkpoint
-from .config import Config, config_from_dict, read_toml
+from .checkpoint import (TEMPORARY_SUFFIX, atomic_save, atomic_write_text, load_checkpoint, network_checkpoint,
+                         remove_temporary_files)
+from .config import Config, config_from_dict, differences, read_toml, toml_text
 from .errors import UserError
 from .evaluation import LadderEvaluator
+from .faults import fault
 from .network import PolicyValueNet, precision_problem
 from .replay import ReplayBuffer, prune, restore, save_chunk
 from .selfplay import SelfPlay
@@ -85,11 +87,19 @@ def write_provenance(run_dir: Path, command: list[str]) -> None:
 
 
 def open_run(config: Config | None, run_dir: Path | None, command: list[str]) -> tuple[Config, Path, bool]:
-    """(config, folder, resuming). A folder holding config.toml is resumed with its own config."""
+    """(config, folder, resuming). A folder holding config.toml is resumed with its own config;
+    a config given for it too (the command that started the run, typed again) must agree with it."""
     if run_dir is not None and (run_dir / "config.toml").exists():
         saved = config_from_dict(read_toml(run_dir / "config.toml"))
+        if config is not None and differences(saved, config):
+            lines = [f"  {key}: the run has {toml_text(old)}, the command gives {toml_text(new)}"
+                     for key, old, new in differences(saved, config)]
+            raise UserError(f"{run_dir} is a run with another config; the command differs in:\n" + "\n".join(lines)
+                            + f"\nto continue the run as it is, run: python scripts/train.py --run-dir {run_dir} "
+                            "(without --game, --config, --set, --device, --seed); to train with these settings, "
+                            "give a new --run-dir")
         return saved, run_dir, True
-    if run_dir is not None and run_dir.exists() and any(run_dir.iterdir()):
+    if run_dir is not None and run_dir.exists() and any(not _temporary(p) for p in run_dir.iterdir()):
         raise UserError(f"{run_dir} exists and is not a run folder (no config.toml); choose a new --run-dir")
     if config is None:
         raise UserError("no config to start a new run with")
@@ -100,6 +110,11 @@ def open_run(config: Config | None, run_dir: Path | None, command: list[str]) ->
     atomic_write_text(run_dir / "config.toml", config.to_toml())
     write_provenance(run_dir, command)
     return config, run_dir, False
+
+
+def _temporary(path: Path) -> bool:
+    """A file an atomic write left behind when the process died mid-write (checkpoint.TEMPORARY)."""
+    return path.is_file() and path.name.startswith(".") and path.name.endswith(TEMPORARY_SUFFIX)
 
 
 class Run:
@@ -123,10 +138,14 @@ class Run:
         self.buffer = ReplayBuffer(self.game, config.replay.capacity)
         self.selfplay = SelfPlay(self.game, self.net, config.search, config.selfplay, device=device,
                                  seed=config.run.seed)
+        search = config.search
         self.evaluator = LadderEvaluator(self.game, config.evaluation, seed=config.run.seed, device=device,
-                                         precision=config.search.precision)
+                                         precision=search.precision, search_options=dict(
+                                             algorithm=search.algorithm, considered_actions=search.considered_actions,
+                                             c_visit=search.c_visit, c_scale=search.c_scale))
         self.sample_generator = torch.Generator().manual_seed(config.run.seed)
         self.iteration = 0
+        self.saved_iteration = 0  # the iteration latest.pt holds
         self.positions = 0
         self.elapsed = 0.0  # seconds of training over all sessions
         (run_dir / "replay").mkdir(exist_ok=True)
@@ -140,9 +159,12 @@ class Run:
 
     # -- persistence ----------------------------------------------------------------------------
     def _restore(self) -> None:
+        for folder in (self.dir, self.dir / "replay", self.dir / "checkpoints"):
+            remove_temporary_files(folder)  # writes a kill cut short
         latest = self.dir / "latest.pt"
         if not latest.exists():
-            restore(self.buffer, self.dir / "replay", up_to=0)
+            restore(self.buffer, self.dir / "replay", up_to=0, positions=0)
+            self._truncate_metrics()
             return
         data = load_checkpoint(latest, game=self.game)
         self.net.load_state_dict(data["model"])
@@ -154,17 +176,28 @@ class Run:
         self.iteration = int(data["iteration"])
         self.positions = int(data["positions"])
         self.elapsed = float(data["elapsed"])
-        restore(self.buffer, self.dir / "replay", up_to=self.iteration)
+        restore(self.buffer, self.dir / "replay", up_to=self.iteration, positions=self.positions)
         self._truncate_metrics()
+        self.saved_iteration = self.iteration
 
     def _truncate_metrics(self) -> None:
+        """Keep the records of the iterations latest.pt holds (a later one was cut short by a stop,
+        perhaps in the middle of its line)."""
         path = self.dir / "metrics.jsonl"
         if not path.exists():
             return
-        lines = path.read_text().splitlines()
-        keep = [line for line in lines if line.strip() and json.loads(line).get("iteration", 0) <= self.iteration]
-        if len(keep) != len(lines):
-            atomic_write_text(path, "".join(line + "\n" for line in keep))
+        text = path.read_text(errors="replace")
+        keep = []
+        for line in text.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # a line cut short: only the last can be, and its iteration was not saved
+            if isinstance(record, dict) and record.get("iteration", 0) <= self.iteration:
+                keep.append(line)
+        kept = "".join(line + "\n" for line in keep)
+        if kept != text:
+            atomic_write_text(path, kept, point="truncate")
 
     def save(self) -> None:
         data = network_checkpoint(
@@ -179,14 +212,20 @@ class Run:
             elapsed=self.elapsed,
         )
         if self.iteration % self.config.run.keep_every == 0:
-            atomic_save(network_checkpoint(self.net, self.game, self.iteration),
-                        self.dir / "checkpoints" / f"iter-{self.iteration:06d}.pt")
-        atomic_save(data, self.dir / "latest.pt")
+            atomic_save(network_checkpoint(self.net, self.game, self.iteration, search=self.config.to_dict()["search"]),
+                        self.dir / "checkpoints" / f"iter-{self.iteration:06d}.pt", point="snapshot")
+        atomic_save(data, self.dir / "latest.pt", point="checkpoint")
+        self.saved_iteration = self.iteration
 
     def _log_metrics(self, record: dict) -> None:
+        line = json.dumps(record) + "\n"
         with open(self.dir / "metrics.jsonl", "a") as out:
-            out.write(json.dumps(record) + "\n")
+            out.write(line[: len(line) // 2])
             out.flush()
+            fault("metrics.write", str(self.dir / "metrics.jsonl"))
+            out.write(line[len(line) // 2:])
+            out.flush()
+            fault("metrics.written")
             os.fsync(out.fileno())
         for key, value in record.items():
             if "/" in key and isinstance(value, (int, float)) and math.isfinite(value):
@@ -227,6 +266,7 @@ class Run:
         self.iteration = iteration
         self._log_metrics(record)
         self.save()
+        fault("replay.prune")
         prune(self.dir / "replay", self.config.replay.capacity)
         return record
 
@@ -262,8 +302,13 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
             last_duration = time.monotonic() - began - record.get("charts/evaluation_seconds", 0.0)
             log(_summary_line(record))
     except KeyboardInterrupt:
-        log(f"stopped; {run_dir} holds iteration {run.iteration}. Continue with: "
+        log(f"stopped; {run_dir} holds iteration {run.saved_iteration}. Continue with: "
             f"python scripts/train.py --run-dir {run_dir}")
+    except OSError as error:  # a full disk, a folder gone read-only: what is saved stays whole
+        where = f" ({error.filename})" if error.filename else ""
+        raise UserError(f"cannot write the run's files: {error.strerror or error}{where}. {run_dir} holds "
+                        f"iteration {run.saved_iteration}, intact; once that is fixed, continue with: "
+                        f"python scripts/train.py --run-dir {run_dir}") from None
     finally:
         signal.signal(signal.SIGTERM, previous)
         run.writer.close()

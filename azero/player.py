@@ -28,6 +28,10 @@ from games.random import fold, make_keys
 from .search import Tree
 
 RESIGN = -2  # a player's answer for a game it gives up (NO_ACTION is -1)
+# The most one move may ask of a player: simulations (or rollouts) and seconds of search.
+MAX_SIMULATIONS = 100_000_000
+MAX_SECONDS = 3600.0
+SIMULATIONS_ALLOWED = f"1..{MAX_SIMULATIONS:,}"
 
 
 @dataclass

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from .errors import UserError
@@ -70,3 +71,87 @@ def elo_svg(points: list[tuple[float, float, float, float]], title: str, width: 
                  'stroke-dasharray="4 3"/>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
+
+
+# One colour per arm (colour-blind safe, from Okabe and Ito); seeds of an arm share it, with dashes.
+ARM_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+SEED_DASHES = ("", "6 3", "2 3", "8 3 2 3")
+
+
+def arms_svg(arms: list[tuple[str, list[list[tuple[float, float, float, float]]]]], title: str,
+             width: int = 720, height: int = 400) -> str:
+    """Elo against training minutes for the arms of an ablation, on one pair of axes.
+
+    arms: (label, runs) per arm; each run (one seed) a list of (minutes, elo, low, high) as
+    `read_elo` gives. Each arm has its colour and a legend entry; its seeds are drawn as
+    lines of that colour, solid for the first seed and dashed for the others, with the
+    95% band of the first seed shaded.
+    """
+    points = [p for _, runs in arms for run in runs for p in run]
+    if not points:
+        raise UserError("no evaluations to plot yet")
+    left, right, top, bottom = 60, 170, 40, 45
+    x_max = max(p[0] for p in points) * 1.05 or 1.0
+    y_min = min(min(p[2] for p in points), 0.0)
+    y_max = max(max(p[3] for p in points), 100.0)
+    pad = (y_max - y_min) * 0.08
+    y_min, y_max = y_min - pad, y_max + pad
+    plot_right = width - right
+
+    def sx(x):
+        return left + (plot_right - left) * x / x_max
+
+    def sy(y):
+        return top + (height - top - bottom) * (1 - (y - y_min) / (y_max - y_min))
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'font-family="sans-serif" font-size="12">',
+             '<rect width="100%" height="100%" fill="white"/>',
+             f'<text x="{(left + plot_right) / 2}" y="22" text-anchor="middle" font-size="15">{_escape(title)}</text>']
+    for y in nice_ticks(y_min, y_max):
+        parts.append(f'<line x1="{left}" x2="{plot_right}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" stroke="#ddd"/>')
+        parts.append(f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:g}</text>')
+    for x in nice_ticks(0.0, x_max):
+        parts.append(f'<text x="{sx(x):.1f}" y="{height - bottom + 16}" text-anchor="middle">{x:g}</text>')
+    parts.append(f'<text x="{(left + plot_right) / 2}" y="{height - 8}" text-anchor="middle">training minutes</text>')
+    parts.append(f'<text x="16" y="{height / 2}" text-anchor="middle" transform="rotate(-90 16 {height / 2})">'
+                 'Elo (first ladder rung = 0)</text>')
+    parts.append(f'<line x1="{left}" x2="{plot_right}" y1="{sy(0):.1f}" y2="{sy(0):.1f}" stroke="#999" '
+                 'stroke-dasharray="4 3"/>')
+    for index, (label, runs) in enumerate(arms):
+        colour = ARM_COLOURS[index % len(ARM_COLOURS)]
+        for seed, run in enumerate(runs):
+            if not run:
+                continue
+            if seed == 0:
+                band = [f"{sx(p[0]):.1f},{sy(p[3]):.1f}" for p in run] + [f"{sx(p[0]):.1f},{sy(p[2]):.1f}"
+                                                                          for p in reversed(run)]
+                parts.append(f'<polygon points="{" ".join(band)}" fill="{colour}" fill-opacity="0.12"/>')
+            dash = SEED_DASHES[seed % len(SEED_DASHES)]
+            dash_attribute = f' stroke-dasharray="{dash}"' if dash else ""
+            line = " ".join(f"{sx(p[0]):.1f},{sy(p[1]):.1f}" for p in run)
+            parts.append(f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="2"{dash_attribute}/>')
+            for p in run:
+                parts.append(f'<circle cx="{sx(p[0]):.1f}" cy="{sy(p[1]):.1f}" r="2.5" fill="{colour}"/>')
+        y = top + 10 + 20 * index
+        parts.append(f'<line x1="{plot_right + 12}" x2="{plot_right + 36}" y1="{y}" y2="{y}" stroke="{colour}" '
+                     'stroke-width="3"/>')
+        seeds = f" ({len(runs)} seeds)" if len(runs) > 1 else ""
+        parts.append(f'<text x="{plot_right + 42}" y="{y + 4}">{_escape(label)}{seeds}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def nice_ticks(low: float, high: float, count: int = 6) -> list[float]:
+    """About `count` round values (steps of 1, 2 or 5 times a power of ten) between low and high."""
+    if high <= low:
+        return [low]
+    raw = (high - low) / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = min((m * power for m in (1, 2, 5, 10)), key=lambda step: abs((high - low) / step - count))
+    first = math.ceil(low / step) * step
+    return [round(first + i * step, 10) for i in range(int((high - first) / step + 1e-9) + 1)]
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

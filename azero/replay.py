@@ -17,6 +17,7 @@ import torch
 from games import Game
 
 from .checkpoint import atomic_save, safe_load
+from .errors import UserError
 from .selfplay import Samples
 
 
@@ -43,16 +44,19 @@ class ReplayBuffer:
         return self.size
 
     def add(self, samples: Samples) -> None:
+        """Sample k of all ever added goes to slot k % capacity (so a ring rebuilt from the
+        newest chunks, starting at the right slot, is the same ring)."""
         n = len(samples)
-        if n > self.capacity:  # keep the newest
+        start = self.cursor
+        if n > self.capacity:  # only the newest fit; they go where adding them all would leave them
+            start = (self.cursor + n - self.capacity) % self.capacity
             samples = samples.map(lambda t: t[-self.capacity:])
-            n = self.capacity
-        index = (self.cursor + torch.arange(n)) % self.capacity
+        index = (start + torch.arange(len(samples))) % self.capacity
         for name, values in samples.fields().items():
             getattr(self, name)[index] = values
         self.cursor = int((self.cursor + n) % self.capacity)
         self.size = min(self.capacity, self.size + n)
-        self.total_added += len(samples)
+        self.total_added += n
 
     def sample(self, batch: int, generator: torch.Generator, augment: bool = True) -> Samples:
         """A uniform batch of `Samples`, planes as float [n, C, H, W].
@@ -82,7 +86,7 @@ CHUNK = re.compile(r"^iter-(\d{6})-(\d+)\.pt$")
 def save_chunk(folder: Path, iteration: int, samples: Samples) -> None:
     """One iteration's new samples as `iter-<iteration>-<count>.pt` (written atomically)."""
     path = folder / f"iter-{iteration:06d}-{len(samples)}.pt"
-    atomic_save({"iteration": iteration, **samples.fields()}, path)
+    atomic_save({"iteration": iteration, **samples.fields()}, path, point="replay")
 
 
 def chunks(folder: Path) -> list[tuple[int, int, Path]]:
@@ -95,13 +99,25 @@ def chunks(folder: Path) -> list[tuple[int, int, Path]]:
     return sorted(found)
 
 
-def restore(buffer: ReplayBuffer, folder: Path, up_to: int) -> None:
-    """Refill `buffer` from the chunks of iterations <= up_to, deleting chunks of later
-    iterations (an iteration interrupted before its checkpoint was written)."""
+def restore(buffer: ReplayBuffer, folder: Path, up_to: int, positions: int) -> None:
+    """Refill an empty `buffer` from the chunks of iterations <= up_to, deleting chunks of later
+    iterations (an iteration interrupted before its checkpoint was written).
+
+    positions: the samples the run has added in all (latest.pt's count). The ring is rebuilt
+    as the run left it, each sample in its slot: the chunks pruned away (wholly overwritten)
+    are counted in, not read.
+    """
+    kept = [(iteration, count, path) for iteration, count, path in chunks(folder) if iteration <= up_to]
     for iteration, _, path in chunks(folder):
         if iteration > up_to:
             path.unlink(missing_ok=True)
-            continue
+    pruned = positions - sum(count for _, count, _ in kept)
+    if pruned < 0:
+        raise UserError(f"{folder} holds {-pruned} more replay samples than the run's checkpoint counts; "
+                        "the folder does not belong to this checkpoint")
+    buffer.cursor = pruned % buffer.capacity
+    buffer.total_added = pruned
+    for _, _, path in kept:
         data = safe_load(path, "replay file")
         # files written before a field existed hold its default (Samples fills it in)
         buffer.add(Samples(**{name: data[name] for name in buffer.names if name in data}))

@@ -3,7 +3,10 @@
 Each move searches all B positions together (PUCT with root noise), plays a move
 in every game (in proportion to visits for the first `temperature_moves` moves,
 then the most visited), and records (planes, visit distribution, legal moves,
-player to move). When a game ends, its positions become samples whose value is
+player to move). With `search.algorithm = "gumbel"` the search is Gumbel AlphaZero's
+(search/gumbel.py): the move is its Gumbel-sampled choice and the policy recorded is
+its improved policy softmax(logits + sigma(completed Q)); no Dirichlet noise, no
+temperature, a fresh tree each move. When a game ends, its positions become samples whose value is
 the outcome from the view of the player to move there; the game restarts in
 place, so the batch stays full. Games in progress carry over between iterations
 (their state is part of `state_dict`, so a resumed run continues them exactly).
@@ -22,8 +25,10 @@ KataGo's training signals (Wu 2019), each a switch of the config:
   a game gives as many value samples as before, and policy targets at 1/4 of its moves
   at the paper's fraction.) All B trees first get the cheap simulations together, then
   the full searches' trees get the rest, as a smaller batch. Moves are still chosen in
-  proportion to visits for the first `temperature_moves` moves after either kind.
-* Forced playouts (`search.forced_playouts` = k > 0): in full searches the root gives
+  proportion to visits for the first `temperature_moves` moves after either kind. With
+  Gumbel, the cheap moves get a Gumbel search of `search.cheap_simulations` (with its
+  Gumbel sample, which also chooses the move).
+* Forced playouts (`search.forced_playouts` = k > 0, PUCT only): in full searches the root gives
   each move its forced visits, and the policy target (and the move chosen) takes them out
   again (search/forced.py).
 * Auxiliary targets: a finished game's ownership of each point and its final margin
@@ -56,7 +61,8 @@ class Samples:
     """Training samples.
 
     planes:          uint8 [n, C, H, W]  (0/1 planes of game.encode)
-    policy:          float [n, A]        visit distribution of the search (pruned of forced playouts)
+    policy:          float [n, A]        the search's policy: visit distribution (PUCT, pruned of forced
+                                         playouts) or improved policy (Gumbel)
     legal:           bool  [n, A]
     value:           float [n]           outcome from the view of the player to move, in [-1, 1]
     policy_weight:   float [n]           1 where `policy` is a target (a full search), 0 after a cheap search
@@ -164,13 +170,17 @@ class SelfPlay:
         self.full_search_fraction = selfplay.full_search_fraction
         if self.full_search_fraction < 1 and not 1 <= search.cheap_simulations < search.simulations:
             raise ValueError("search.cheap_simulations must be at least 1 and fewer than search.simulations")
-        self.searcher = NetworkSearch(game, net, device=device, c_init=search.c_init, c_base=search.c_base,
-                                      fpu_reduction=search.fpu_reduction, precision=search.precision,
+        self.searcher = NetworkSearch(game, net, device=device, algorithm=search.algorithm, c_init=search.c_init,
+                                      c_base=search.c_base, fpu_reduction=search.fpu_reduction,
+                                      considered_actions=search.considered_actions, c_visit=search.c_visit,
+                                      c_scale=search.c_scale, precision=search.precision,
                                       forced_playouts=search.forced_playouts)
+        self.gumbel = search.algorithm == "gumbel"
+        self.reuse_tree = search.reuse_tree and not self.gumbel
         self.alpha = search.dirichlet_alpha or default_alpha(game)
         self.seed = seed
         self.rng = np.random.default_rng(seed)
-        self.capacity = 2 * search.simulations + 1 if search.reuse_tree else search.simulations + 1
+        self.capacity = 2 * search.simulations + 1 if self.reuse_tree else search.simulations + 1
         max_len = game.num_actions * 4 + 16
         self.max_len = max_len
         h, w = game.board_shape
@@ -185,6 +195,7 @@ class SelfPlay:
         self.legal = torch.zeros(b, max_len, game.num_actions, dtype=torch.bool)
         self.to_play = torch.zeros(b, max_len, dtype=torch.long)
         self.tree = None
+        self.root_legal = None  # the roots' legal moves when there is no one tree (Gumbel with cheap searches)
 
     # -- one move of every game ---------------------------------------------------------------
     def _keys(self) -> torch.Tensor:
@@ -196,11 +207,14 @@ class SelfPlay:
             return torch.ones(self.batch, dtype=torch.bool)
         return uniform(fold(keys, 0xCA9), (self.batch, 1)).squeeze(1) < self.full_search_fraction
 
-    def _search(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Search all positions; returns (root visits float [B, A], forced playouts taken out of
-        full searches; which searches were full, bool [B])."""
+    def _search(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Search all positions; returns the policy target float [B, A] (PUCT: the visits with
+        forced playouts taken out of full searches), the move to play long [B], and which
+        searches were full, bool [B]."""
         config = self.search_cfg
         keys = self._keys()
+        if self.gumbel:
+            return self._gumbel_search(keys)
         if self.tree is None:
             self.tree = self.searcher.fresh_tree(self.states, keys, self.capacity)
         else:
@@ -225,7 +239,30 @@ class SelfPlay:
             pruned = prune_forced_visits(visits, tree.child_value_sum[:, 0], tree.prior[:, 0], tree.visits[:, 0],
                                          k=config.forced_playouts, c_init=config.c_init, c_base=config.c_base)
             visits = torch.where(full.unsqueeze(1), pruned, visits)
-        return visits, full
+        return visits / visits.sum(dim=1, keepdim=True).clamp(min=1), self._choose(visits), full
+
+    def _gumbel_search(self, keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`_search` by Gumbel AlphaZero: fresh trees, the improved policy as the target; under
+        playout cap randomization the cheap moves get Gumbel's search with fewer simulations
+        (its Gumbel sample is also how it chooses the move, so they keep it)."""
+        config, full = self.search_cfg, self._full_searches(keys)
+        if bool(full.all()):
+            result = self.searcher.gumbel_search(self.states, keys, config.simulations, noise=True)
+            self.tree = result.tree
+            return result.policy, result.action, full
+        policy = torch.zeros(self.batch, self.game.num_actions)
+        action = torch.zeros(self.batch, dtype=torch.long)
+        legal = torch.zeros(self.batch, self.game.num_actions, dtype=torch.bool)
+        for rows, simulations in ((full.nonzero().squeeze(1), config.simulations),
+                                  ((~full).nonzero().squeeze(1), config.cheap_simulations)):
+            if rows.numel():
+                result = self.searcher.gumbel_search(self.states.take(rows), keys.index_select(0, rows), simulations,
+                                                     noise=True)
+                policy[rows], action[rows] = result.policy.to(policy.device), result.action.to(action.device)
+                legal[rows] = result.tree.legal[:, 0].to(legal.device)
+        self.tree = None
+        self.root_legal = legal
+        return policy, action, full
 
     def _choose(self, visits: torch.Tensor) -> torch.Tensor:
         """Temperature 1 (in proportion to visits) early in each game, then the most visited."""
@@ -241,18 +278,17 @@ class SelfPlay:
     def step(self) -> tuple[Samples | None, list[tuple[int, int]]]:
         """Play one move in every game; returns the samples of finished games and (result, length) of each."""
         game, b = self.game, self.batch
-        visits, full = self._search()
+        policy, action, full = self._search()
         rows = torch.arange(b)
         slot = self.length.clamp(max=self.max_len - 1)
         self.planes[rows, slot] = game.encode(self.states).to(torch.uint8)
-        self.policy[rows, slot] = visits / visits.sum(dim=1, keepdim=True).clamp(min=1)
+        self.policy[rows, slot] = policy
         self.policy_weight[rows, slot] = full.float()
-        self.legal[rows, slot] = self.tree.legal[:, 0]
+        self.legal[rows, slot] = self.root_legal if self.tree is None else self.tree.legal[:, 0]
         self.to_play[rows, slot] = self.states.to_play
         self.length += 1
-        action = self._choose(visits)
         self.states = game.step(self.states, action)
-        if self.search_cfg.reuse_tree:
+        if self.reuse_tree:
             self.tree, kept = subtree(self.tree, action)
             # a kept subtree must leave room for this move's simulations
             kept &= self.tree.next_node + self.search_cfg.simulations < self.capacity

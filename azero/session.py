@@ -16,8 +16,19 @@ from games import Game, GameError, State
 from games.random import fold, make_keys
 
 from .errors import UserError
-from .player import Analysis, Player
+from .player import MAX_SECONDS, MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from .players import make
+
+
+def check_budget(simulations=None, seconds=None) -> None:
+    """UserError unless a search budget is in range: simulations a whole number in 1..MAX_SIMULATIONS,
+    seconds a number above 0 and at most MAX_SECONDS (None: not given)."""
+    if simulations is not None and (isinstance(simulations, bool) or not isinstance(simulations, int)
+                                    or not 1 <= simulations <= MAX_SIMULATIONS):
+        raise UserError(f"simulations={simulations!r} is out of range; allowed: a whole number {SIMULATIONS_ALLOWED}")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                or not 0 < seconds <= MAX_SECONDS):
+        raise UserError(f"seconds={seconds!r} is out of range; allowed: above 0 and at most {MAX_SECONDS:g}")
 
 
 class Engine:
@@ -27,6 +38,7 @@ class Engine:
                  simulations: int | None = None, seconds: float | None = None, device="cpu", seed: int = 0):
         if (spec is None) == (checkpoint is None):
             raise UserError("give an engine as a player spec or a checkpoint, not both")
+        check_budget(simulations, seconds)
         if spec is None:
             spec = f"az:{checkpoint}" + (f":sims={simulations}" if simulations else "")
         self.game = game
@@ -49,6 +61,7 @@ class Engine:
 
     def think(self, state: State, *, on_progress=None, should_stop=None, **budget) -> Analysis:
         """Analysis of a one-game state (`action` is the move the engine would play)."""
+        check_budget(**budget)
         keys = fold(make_keys(self.seed, 1), self.calls)
         self.calls += 1
         options = {**self.budget(), **budget}
@@ -82,6 +95,10 @@ class GameSession:
     def previous_state(self) -> State | None:
         """The position before the last move (None before the first)."""
         return self._states[-2] if self.actions else None
+
+    def state_at(self, ply: int) -> State:
+        """The position after the first `ply` moves (0: the start)."""
+        return self._states[ply]
 
     @property
     def over(self) -> bool:

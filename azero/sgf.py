@@ -271,7 +271,11 @@ def _read_value(text: str, i: int) -> tuple[str, int]:
 def game_from_sgf(record: SGFRecord) -> Game:
     """The game of a record from GM, SZ and KM (`Game.from_sgf`; gomoku: five in a row)."""
     props = record.properties
-    number = int(props.get("GM", ["1"])[0])
+    text = props.get("GM", ["1"])[0]
+    try:
+        number = int(text)
+    except ValueError:
+        raise GameError(f"SGF: cannot read the game type GM[{text}]") from None
     types = game_types()
     if number not in types:
         names = ", ".join(f"{cls.name} GM[{value}]" for value, cls in sorted(types.items()))

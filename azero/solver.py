@@ -3,7 +3,9 @@
 `Solver(game)` explores every position reachable from the start in batches (one
 breadth-first layer at a time, with duplicate positions merged), then computes the
 game-theoretic value of each position backwards.  It backs the `perfect` player,
-the known-count tests and the learnability test.
+the known-count tests and the learnability test; `Solver(game, root=state)` solves
+the game from one position instead (a late Connect Four position, say, to check
+another solver against).
 """
 
 from __future__ import annotations
@@ -36,14 +38,16 @@ class Solver:
     `best_actions(state)` -> bool [B, A]: the actions that keep that value.
     """
 
-    def __init__(self, game: Game, max_positions: int = 2_000_000):
+    def __init__(self, game: Game, max_positions: int = 2_000_000, *, root: State | None = None):
+        if root is not None and root.batch_size != 1:
+            raise ValueError(f"a solver's root is one position, not {root.batch_size}")
         self.game = game
         # Layer d holds the distinct positions after d plies; a position reachable after
         # different numbers of plies (Nim) sits in several layers, so children of layer d
         # are all in layer d + 1 and values can be computed layer by layer backwards.
         layers: list[State] = []
         seen: set[bytes] = set()
-        frontier = game.initial_state(1)
+        frontier = game.initial_state(1) if root is None else root
         self._keys_per_layer: list[list[bytes]] = []
         while frontier.batch_size:
             keys = state_key(frontier)
@@ -63,6 +67,8 @@ class Solver:
             if not live.batch_size:
                 break
             mask = game.legal_mask(live)
+            if len(seen) + int(mask.sum()) > max_positions:  # the next layer, before merging duplicates
+                raise UserError(f"{game.spec} is too large to solve exactly (over {max_positions} positions)")
             parent, action = mask.nonzero(as_tuple=True)
             frontier = game.step(live[parent], action)
         self.num_positions = len(seen)
@@ -114,7 +120,7 @@ class Solver:
         try:
             return torch.tensor([self._value[k] for k in state_key(states)])
         except KeyError:
-            raise UserError("position is not reachable from the start of the game") from None
+            raise UserError("position is not reachable from the solver's root (the start of the game)") from None
 
     def best_actions(self, states: State) -> torch.Tensor:
         """bool [B, A]: the optimal actions (empty for finished games)."""

@@ -76,6 +76,8 @@ def make(name: str, **options) -> Game:
 
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     """'gomoku:size=9,k=5' -> ('gomoku', {'size': '9', 'k': '5'})."""
+    if not isinstance(spec, str):
+        raise GameError(f"a game spec is text such as gomoku:size=9,k=5, not {spec!r}")
     name, _, rest = spec.strip().partition(":")
     options: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):

@@ -49,6 +49,11 @@ every game, and with a toy game defined in a test, in tests/test_contract.py):
     game.moves_left(state)   -> long [B]  about how many moves the player to move has still to play
                                       (to share a clock; default half the empty cells)
     game.has_board           -> bool  states hold `board` int8 [B, H, W] (+1 / -1 / 0) a GUI can draw
+    game.board_style         -> str   how a GUI draws the board: "squares" (pieces in the squares of a
+                                      wooden board; the default), "lines" (stones on the crossings of
+                                      the lines: Go, gomoku), "green" (black and white discs in the
+                                      squares of a green board: Othello), "frame" (red and yellow discs
+                                      in the holes of an upright blue frame: Connect Four)
     game.click_actions(state)-> long [B, H * W]  the action a click on each cell means (-1 none)
     game.action_cells(state) -> long [B, A]  the cell where each action puts its stone, where its
                                       heat is drawn and the last move is marked (-1 nowhere: a pass)
@@ -74,6 +79,7 @@ from .options import Option, read_options
 from .random import Source, advance, random_true, uniform
 
 NO_ACTION = -1
+BOARD_STYLES = ("squares", "lines", "green", "frame")  # the values of `Game.board_style`
 
 
 class GameError(ValueError):
@@ -318,6 +324,7 @@ class Game:
     has_ownership: ClassVar[bool] = False
     komi: float | None = None
     has_board: ClassVar[bool] = True
+    board_style: ClassVar[str] = "squares"
     presets: ClassVar[tuple[str, ...]] = ()
     sgf_game_type: ClassVar[int | None] = None
     sgf_default_size: ClassVar[int] = 19  # SZ when a record has none (SGF's default for Go)

@@ -50,6 +50,7 @@ class ConnectFourState(BoardState):
 
 class ConnectFour(Game):
     name = "connect4"
+    board_style = "frame"
     options = {
         "rows": Option(6, int, lambda v: 4 <= v <= 10, "4..10"),
         "columns": Option(7, int, lambda v: 4 <= v <= 10, "4..10"),

@@ -161,6 +161,7 @@ def dihedral_frames(symmetries) -> torch.Tensor:
 
 class Go(Game):
     name = "go"
+    board_style = "lines"
     options = {
         "size": Option(9, int, lambda v: 5 <= v <= 19, "5..19"),
         "komi": Option(7.5, float, lambda v: abs(v) <= 361, "a number, -361..361"),

@@ -41,6 +41,7 @@ STONES = {1: "X", -1: "O", 0: "."}
 
 class Gomoku(Game):
     name = "gomoku"
+    board_style = "lines"
     options = {
         "size": Option(15, int, lambda v: 5 <= v <= 19, "5..19"),
         "width": Option(None, int, lambda v: 5 <= v <= 19, "5..19 (default: size)"),

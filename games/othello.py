@@ -128,6 +128,7 @@ def placements(board: torch.Tensor, color: torch.Tensor, neighbours: torch.Tenso
 
 class Othello(Game):
     name = "othello"
+    board_style = "green"
     options = {
         "size": Option(8, int, lambda v: v in SIZES, ", ".join(map(str, SIZES))),
     }

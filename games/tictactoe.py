@@ -12,6 +12,7 @@ from .gomoku import Gomoku
 
 class TicTacToe(Gomoku):
     name = "tictactoe"
+    board_style = "squares"
     options = {}
     presets = ()
     sgf_game_type = None  # SGF has no game type for it (gomoku's GM[4] would read back as gomoku)

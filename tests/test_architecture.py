@@ -159,7 +159,7 @@ LAYERS = (
     ("azero.cli", 7),
     ("azero.protocols.gtp_client", 4), ("azero.protocols.gtp_text", 4),
     ("azero.protocols", 6), ("azero.web", 6),
-    ("azero.session", 5), ("azero.sgf", 5), ("azero.loop", 5), ("azero.bench", 5),
+    ("azero.session", 5), ("azero.sgf", 5), ("azero.loop", 5), ("azero.bench", 5), ("azero.ablation", 5),
     ("azero.player", 4), ("azero.players", 4), ("azero.arena", 4), ("azero.evaluation", 4),
     ("azero.search.network_search", 3), ("azero.selfplay", 3), ("azero.replay", 3), ("azero.trainer", 3),
     ("azero.network", 2), ("azero.checkpoint", 2), ("azero.config", 2),

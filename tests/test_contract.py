@@ -17,6 +17,7 @@ import torch
 import games
 from games import BoardState, Game, GameError
 from games.base import (
+    BOARD_STYLES,
     Option,
     board_symmetries,
     format_square,
@@ -281,7 +282,7 @@ def test_optional_parts_have_the_documented_shapes(game):
     if game.komi is not None:
         assert game.with_options(komi=2.5).komi == 2.5
     if game.has_board:
-        assert state.board.shape == (3, height, width)
+        assert state.board.shape == (3, height, width) and game.board_style in BOARD_STYLES
         clicks, cells = game.click_actions(state), game.action_cells(state)
         assert clicks.shape == (3, height * width) and cells.shape == (3, game.num_actions)
         assert bool(((clicks >= -1) & (clicks < game.num_actions)).all())

@@ -52,8 +52,9 @@ def test_cheap_searches_have_their_simulations_no_noise_and_no_policy_target():
         "selfplay.full_search_fraction=0.25", "search.reuse_tree=false"])
     net = small_net(TTT)
     selfplay = SelfPlay(TTT, net, config.search, config.selfplay, seed=3)
-    visits, full = selfplay._search()
-    assert torch.equal(visits.sum(dim=1), torch.where(full, 12.0, 3.0))
+    policy, _, full = selfplay._search()
+    assert torch.equal(selfplay.tree.root_visits().sum(dim=1), torch.where(full, 12.0, 3.0))
+    assert torch.allclose(policy.sum(dim=1), torch.ones(64))
     assert 4 <= int(full.sum()) <= 30  # about a quarter of 64 (binomial: 16 +- 3.5)
     network_prior, _ = selfplay.searcher.evaluator(selfplay.states)
     root_prior = selfplay.tree.prior[:, 0]
@@ -99,6 +100,32 @@ def test_the_policy_loss_skips_cheap_search_samples_and_the_value_loss_does_not(
     changed = losses(net, other)
     assert torch.allclose(changed["policy"], terms["policy"])
     assert not torch.allclose(changed["value"], terms["value"])  # every row trains the value
+
+
+def test_gumbel_self_play_gives_cheap_moves_a_smaller_gumbel_search():
+    config = load_config(game="tictactoe", overrides=[
+        "selfplay.games=32", "search.algorithm=gumbel", "search.simulations=16", "search.cheap_simulations=4",
+        "search.considered_actions=4", "selfplay.full_search_fraction=0.25"])
+    selfplay = SelfPlay(TTT, small_net(TTT), config.search, config.selfplay, seed=2)
+    calls = []
+    search = selfplay.searcher.gumbel_search
+
+    def recorded(states, keys, simulations, **kwargs):
+        calls.append((states.batch_size, simulations))
+        return search(states, keys, simulations, **kwargs)
+
+    selfplay.searcher.gumbel_search = recorded
+    policy, action, full = selfplay._search()
+    assert calls == [(int(full.sum()), 16), (int((~full).sum()), 4)]
+    assert torch.allclose(policy.sum(dim=1), torch.ones(32))
+    selfplay.step()  # the same move again, now recorded with the roots' legal moves
+    assert torch.equal(selfplay.policy_weight[:, 0], full.float())
+    assert torch.equal(selfplay.legal[:, 0], TTT.legal_mask(TTT.initial_state(32)))
+
+
+def test_forced_playouts_are_puct_only():
+    with pytest.raises(ConfigError, match="search.forced_playouts is PUCT's"):
+        load_config(game="tictactoe", overrides=["search.algorithm=gumbel", "search.forced_playouts=2"])
 
 
 def test_cheap_simulations_must_be_fewer_than_full_ones():
@@ -160,15 +187,21 @@ def test_self_play_targets_take_the_forced_visits_out():
         net.policy_fc.weight.zero_()
         net.policy_fc.bias.copy_(torch.eye(9)[4] * 5.0)
     selfplay = SelfPlay(TTT, net, config.search, config.selfplay, seed=1)
-    target, _ = selfplay._search()
-    raw = selfplay.tree.root_visits()
-    forced = forced_visits(selfplay.tree.prior[:, 0], raw, 2.0)
+    policy, action, _ = selfplay._search()
+    tree = selfplay.tree
+    raw = tree.root_visits()
+    target = prune_forced_visits(raw, tree.child_value_sum[:, 0], tree.prior[:, 0], tree.visits[:, 0], k=2.0)
+    assert torch.allclose(policy, target / target.sum(dim=1, keepdim=True))  # the policy target: the pruned visits
+    forced = forced_visits(tree.prior[:, 0], raw, 2.0)
     assert bool((raw >= forced.floor()).all())  # every move got its forced visits (about 2 each)
     assert bool((target <= raw).all()) and bool((target.sum(dim=1) < raw.sum(dim=1)).all())
     assert torch.equal(target.argmax(dim=1), raw.argmax(dim=1))
+    assert bool((target.gather(1, action.unsqueeze(1)) > 0).all())  # the move played is one the target keeps
+
     config.search.forced_playouts = 0.0
     plain = SelfPlay(TTT, net, config.search, config.selfplay, seed=1)
-    unforced, _ = plain._search()
+    plain._search()
+    unforced = plain.tree.root_visits()
     assert bool((unforced[:, :4].sum(dim=1) < raw[:, :4].sum(dim=1)).all())  # they were more than PUCT's own
 
 
@@ -274,9 +307,9 @@ def test_auxiliary_losses_are_zero_only_when_the_heads_predict_their_targets():
         net.ownership_conv.bias.fill_(20.0)
     one_sided = Samples(samples.planes[:1], samples.policy[:1], samples.legal[:1], samples.value[:1],
                         ownership=torch.ones(1, 5, 5, dtype=torch.int8))
-    assert float(losses(net, one_sided)["ownership"]) < 1e-6
+    assert float(losses(net, one_sided)["ownership"].detach()) < 1e-6
     one_sided.ownership = -one_sided.ownership
-    assert float(losses(net, one_sided)["ownership"]) > 30.0
+    assert float(losses(net, one_sided)["ownership"].detach()) > 30.0
 
 
 # -- the win/draw/loss value ---------------------------------------------------------------------------------
@@ -385,7 +418,10 @@ def test_frozen_and_int8_modules_run_networks_with_the_new_heads(spec):
 
 
 def test_a_head_the_game_lacks_is_one_error_before_any_run_folder(tmp_path):
-    config = load_config(game="gomoku", overrides=["network.ownership=true"])
+    with pytest.raises(ConfigError, match="network.ownership: gomoku:size=8,k=5,rule=freestyle has no ownership"):
+        load_config(game="gomoku", overrides=["network.ownership=true"])  # scripts/ablate.py's plan fails here
+    config = load_config(game="gomoku")
+    config.network.ownership = True  # a config made in code: the run refuses it before writing anything
     with pytest.raises(UserError, match="network.ownership: gomoku:size=8,k=5,rule=freestyle has no ownership"):
         open_run(config, tmp_path / "run", ["train.py"])
     assert not (tmp_path / "run").exists()

@@ -190,6 +190,29 @@ def test_puct_with_forced_playouts_searches_the_same():
     assert not torch.equal(plain.root_visits(), ours[0])  # the forced visits changed the search
 
 
+@pytest.mark.parametrize("considered, simulations", [(8, 60), (2, 30)])
+def test_gumbel_searches_the_same(considered, simulations):
+    """Gumbel's compiled descent and root choice against the torch forms, with noise at the root."""
+    from azero.search import Gumbel, gumbel_noise, gumbel_search
+
+    game = games.make("gomoku", size=6, k=4)
+    roots = game.step(game.initial_state(5), torch.tensor([0, 7, 14, 21, 35]))
+    evaluator, rule = SmoothEvaluator(game), Gumbel()
+
+    def run():
+        prior, value = evaluator(roots)
+        tree = new_tree(game, roots, simulations + 1, make_keys(0, 5), root_prior=prior, root_value=value)
+        noise = gumbel_noise(make_keys(1, 5), game.num_actions)
+        result = gumbel_search(tree, game, evaluator, rule, simulations, noise, considered=considered)
+        return tree.root_visits(), tree.visits, tree.value_sum, tree.parent, result.action, result.policy
+
+    ours, theirs = both(run)
+    for a, b in zip(ours[:-1], theirs[:-1]):
+        assert torch.equal(a, b)
+    assert torch.allclose(ours[-1], theirs[-1], atol=1e-6)
+    assert int((ours[1][:, 1:] > 1).sum()) > 0  # below the root too: nodes visited more than once
+
+
 def test_a_tree_that_reaches_finished_games_backs_up_their_results():
     # X to move wins at c3 at once; every path through c3 ends at a finished game.
     game = games.make("tictactoe")

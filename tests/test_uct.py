@@ -226,7 +226,7 @@ def test_player_specs_parse_and_errors_are_clear():
         ("uct:100:depth=3", "unknown option depth"),
         ("uct:100:final=best", "final-move criterion"),
         ("mcts:100", "unknown player"),
-        ("uct:0", "at least 1"),
+        ("uct:0", r"allowed: 1\.\.100,000,000"),
     ):
         with pytest.raises(UserError, match=message):
             make(bad, game)

@@ -13,6 +13,8 @@ COMMANDS = {
     "pbrain": "a gomoku brain for Piskvork / Gomocup (protocol on stdin/stdout)",
     "gtp": "a Go / Othello engine speaking GTP (protocol on stdin/stdout)",
     "match": "another name for evaluate",
+    "judge": "players judged move by move by an exact solver (Connect Four, tiny games)",
+    "ablate": "training arms of equal wall time, each judged against the game's yardsticks",
     "bench": "print throughput figures as one JSON object",
 }
 

@@ -29,7 +29,8 @@ def main(argv=None) -> int:
     parser.add_argument("--config", metavar="PATH", help="a TOML config file instead of a preset")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config key, e.g. --set search.simulations=128 (repeatable)")
-    parser.add_argument("--run-dir", type=Path, help="run folder; an existing one is resumed with its own config "
+    parser.add_argument("--run-dir", type=Path, help="run folder; an existing one is resumed with its own config, "
+                        "and --game/--config/--set/--device/--seed given with it must agree with that config "
                         "(default: runs/GAME-TIME)")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--minutes", type=float, help="stop after this many minutes (this session)")
@@ -48,12 +49,12 @@ def main(argv=None) -> int:
         parser.error("--iterations must be at least 1")
     resuming = args.run_dir is not None and (args.run_dir / "config.toml").exists()
     config = None
-    if resuming:
-        if args.game or args.config or args.set or args.device or args.seed is not None:
-            parser.error("an existing run keeps its own config: drop --game/--config/--set/--device/--seed "
-                         f"(edit {args.run_dir / 'config.toml'} to change it)")
-    else:
+    flags = bool(args.game or args.config or args.set or args.device or args.seed is not None)
+    if flags or not resuming:  # resuming with flags: they must agree with the run's config (azero/loop.py)
         if not args.game and not args.config:
+            if resuming:
+                parser.error("--set, --device and --seed come with --game or --config (the command that started "
+                             f"the run), or continue with the run's own config: --run-dir {args.run_dir} alone")
             parser.error("give --game NAME (a preset in azero/configs/) or --config PATH, or --run-dir of a run to resume")
         overrides = list(args.set)
         if args.device:

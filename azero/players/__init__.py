@@ -45,7 +45,8 @@ REGISTRY: dict[str, PlayerEntry] = {entry.name: entry for entry in (
     PlayerEntry("uct", uct.build, "random-rollout UCT: UCB1 selection, random playouts", uct.ARGUMENT, uct.OPTIONS),
     PlayerEntry("flatmc", flatmc.build, "flat Monte Carlo: random rollouts shared among the legal moves",
                 flatmc.ARGUMENT, flatmc.OPTIONS),
-    PlayerEntry("perfect", perfect.build, "exact play by exhaustive search, for tic-tac-toe, Nim and other tiny games",
+    PlayerEntry("perfect", perfect.build, "exact play: exhaustive search for tic-tac-toe, Nim and other tiny games; "
+                "the BitBully solver for 6x7 Connect Four (pip install -e '.[yardsticks]')",
                 perfect.ARGUMENT, perfect.OPTIONS),
     PlayerEntry("az", az.build, "a trained network with PUCT search", az.ARGUMENT, az.OPTIONS),
     PlayerEntry("human", _human, "you, in play.py; not in matches between programs"),

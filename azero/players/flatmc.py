@@ -9,10 +9,11 @@ import torch
 from games.options import Option
 from games.random import fold
 
-from ..player import Analysis, Player
+from ..player import MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from .spec import SEED
 
-ARGUMENT = Option(None, int, low=1, metavar="ROLLOUTS", help="a budget (random rollouts a move)")
+ARGUMENT = Option(None, int, low=1, high=MAX_SIMULATIONS, allowed=SIMULATIONS_ALLOWED, metavar="ROLLOUTS",
+                  help="a budget (random rollouts a move)")
 OPTIONS = {"seed": SEED}
 
 
@@ -33,13 +34,13 @@ class FlatMCPlayer(Player):
         rank = mask.long().cumsum(dim=1) - 1
         share = (self.rollouts // n_legal).unsqueeze(1) + (rank < (self.rollouts % n_legal).unsqueeze(1)).long()
         counts = torch.where(mask, share, torch.zeros_like(share)).view(-1)
-        pair = torch.arange(batch * actions, device=states.device).repeat_interleave(counts)
+        ends = counts.cumsum(0)  # rollout `serial` belongs to the first (game, move) pair whose end is past it
         totals = torch.zeros(batch * actions, device=states.device)
-        for start in range(0, pair.numel(), self.chunk):
-            part = pair[start : start + self.chunk]
+        for start in range(0, int(ends[-1]), self.chunk):  # memory in chunks, whatever the budget
+            serial = torch.arange(start, min(start + self.chunk, int(ends[-1])), device=states.device)
+            part = torch.searchsorted(ends, serial, right=True)
             row, action = part // actions, part % actions
             children = game.step(states[row], action)
-            serial = torch.arange(start, start + part.numel(), device=states.device)
             result = game.random_playout(children, fold(keys[row], serial))
             sign = 1.0 - 2.0 * states.to_play[row].float()
             totals.index_add_(0, part, result * sign)

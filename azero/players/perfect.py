@@ -1,11 +1,11 @@
-"""`perfect`: exact play from an exhaustive solution (tic-tac-toe, Nim and other tiny games)."""
+"""`perfect`: exact play from an exact solver (exhaustive search for tiny games, BitBully for Connect Four)."""
 
 from __future__ import annotations
 
 from games import sample_uniform_legal
 
+from ..oracle import make_oracle
 from ..player import Player
-from ..solver import Solver
 from .spec import SEED
 
 ARGUMENT = None
@@ -13,16 +13,16 @@ OPTIONS = {"seed": SEED}
 
 
 class PerfectPlayer(Player):
-    """Exact play from an exhaustive solution; among equally good moves, a random one."""
+    """Exact play (azero/oracle.py); among the moves that keep the position's value, a random one."""
 
     spec = "perfect"
 
     def __init__(self, game, seed=0):
         super().__init__(game, seed)
-        self.solver = Solver(game)
+        self.oracle = make_oracle(game)
 
     def act(self, states, keys=None):
-        return sample_uniform_legal(self.solver.best_actions(states), self._keys(states, keys))
+        return sample_uniform_legal(self.oracle.best_actions(states).to(states.device), self._keys(states, keys))
 
 
 def build(game, argument, options, *, device, seed) -> PerfectPlayer:

@@ -9,13 +9,14 @@ import torch
 from games.options import Option, read_option
 
 from ..errors import UserError
-from ..player import Analysis, Player
+from ..player import MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from ..search import CRITERIA, UCB1, RolloutEvaluator, Tree, choose, search, search_with_budget, simulate
 from ..search.final import max_robust_exists
 from ..search.tree import tree_bytes
 from .spec import SEED
 
-ARGUMENT = Option(None, int, low=1, metavar="ITERATIONS", help="a budget (iterations a move)")
+ARGUMENT = Option(None, int, low=1, high=MAX_SIMULATIONS, allowed=SIMULATIONS_ALLOWED, metavar="ITERATIONS",
+                  help="a budget (iterations a move)")
 OPTIONS = {
     "c": Option(math.sqrt(2.0), float, low=0, help="UCB1 exploration constant, √2 unless given"),
     "final": Option("robust", str, choices=CRITERIA, noun="final-move criterion",

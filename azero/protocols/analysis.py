@@ -8,8 +8,10 @@ One request per line on stdin, one answer per line on stdout, each echoing the i
 
 Keys of a request: id (any JSON value, echoed), moves (the game so far, as move text;
 default empty), simulations or seconds (default: the engine's budget), top (how many
-moves to list, default 5). A bad request gets {"id": ..., "error": "..."} and the
-engine keeps reading. {"id": ..., "quit": true} or the end of input stops it.
+moves to list, default 5). Budgets are limited (azero/player.py: simulations
+1..100,000,000, seconds up to 3600) and a search's tree by the tree memory limit
+(azero/search/memory.py). A bad request gets {"id": ..., "error": "..."}, naming the
+limit where it is one, and the engine keeps reading. {"id": ..., "quit": true} or the end of input stops it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TextIO
 from games import GameError
 
 from ..errors import UserError
-from ..session import Engine, GameSession, describe_analysis
+from ..session import Engine, GameSession, check_budget, describe_analysis
 
 KNOWN = {"id", "moves", "simulations", "seconds", "top", "quit"}
 
@@ -32,13 +34,10 @@ def answer(engine: Engine, request: dict) -> dict:
     moves = request.get("moves", [])
     if not isinstance(moves, list) or not all(isinstance(m, str) for m in moves):
         raise UserError("moves must be a list of move texts, e.g. [\"h8\", \"h9\"]")
-    budget = {}
-    for key, kind in (("simulations", int), ("seconds", float)):
-        if key in request:
-            value = request[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise UserError(f"{key} must be a positive number")
-            budget[key] = kind(value)
+    budget = {key: request[key] for key in ("simulations", "seconds") if key in request}
+    if isinstance(budget.get("simulations"), float) and budget["simulations"].is_integer():
+        budget["simulations"] = int(budget["simulations"])  # JSON's 1e3
+    check_budget(**budget)
     top = request.get("top", 5)
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise UserError("top must be a positive integer")
@@ -69,6 +68,10 @@ def serve(engine: Engine, source: TextIO, sink: TextIO) -> int:
             reply = {"id": None, "error": f"cannot read request as JSON: {error.msg} at column {error.colno}"}
         except (UserError, GameError) as error:
             reply = {"id": request_id, "error": str(error)}
+        except RecursionError:
+            reply = {"id": None, "error": "cannot read request as JSON: nested too deeply"}
+        except Exception as error:  # a bug must not end the engine either
+            reply = {"id": request_id, "error": f"internal error: {type(error).__name__}: {error}"}
         sink.write(json.dumps(reply) + "\n")
         sink.flush()
     return 0

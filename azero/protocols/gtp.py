@@ -45,6 +45,7 @@ from games import Game, GameError
 
 from .. import __version__
 from ..errors import UserError
+from ..player import MAX_SECONDS
 from ..session import Engine, GameSession, describe_analysis
 from ..sgf import black_margin, resignation_text, score_text, to_sgf, write_sgf
 from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_colour, parse_vertex
@@ -80,7 +81,22 @@ class Clock:
         else:
             period = self.byo_yomi_time / self.byo_yomi_stones if self.byo_yomi_stones else 0.0
             allowed = time_left / max(moves_to_play, 1) + period
-        return max(0.01, allowed * MARGIN - OVERHEAD)
+        return min(max(0.01, allowed * MARGIN - OVERHEAD), MAX_SECONDS)
+
+
+def _time_numbers(texts: list[str], kinds: tuple, usage: str) -> list:
+    """GTP time values: finite, not negative, seconds up to a year and stones up to a million."""
+    values = []
+    for text, kind in zip(texts, kinds):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise GameError(f"syntax error: {usage} takes numbers") from None
+        limit = 1_000_000 if kind is int else 366 * 24 * 3600.0
+        if not 0 <= value <= limit:  # (false for nan too)
+            raise GameError(f"syntax error: {text} is out of range in {usage}; allowed: 0..{limit:,.0f}")
+        values.append(value)
+    return values
 
 
 class GTPEngine:
@@ -146,7 +162,7 @@ class GTPEngine:
             return True
         words = text.split()
         number = ""
-        if words[0].isdigit():
+        if words[0].isascii() and words[0].isdigit():  # an id ('¹' and '٣' are digits to Python, not to GTP)
             number = words.pop(0)
             if not words:
                 return self._reply(number, False, "syntax error: an id without a command")
@@ -198,7 +214,7 @@ class GTPEngine:
 
     def gtp_boardsize(self, args):
         (size,) = self._arguments(args, 1, "boardsize SIZE")
-        if not size.isdigit():
+        if not (size.isascii() and size.isdigit()):
             raise GameError(f"syntax error: boardsize {size!r} is not a number")
         game = self._remake("unacceptable size", size=int(size))
         self._save()
@@ -241,19 +257,15 @@ class GTPEngine:
         return score_text(black_margin(self.game, self.session.state))
 
     def gtp_time_settings(self, args):
-        values = self._arguments(args, 3, "time_settings MAIN_TIME BYO_YOMI_TIME BYO_YOMI_STONES")
-        try:
-            main, byo_time, stones = float(values[0]), float(values[1]), int(values[2])
-        except ValueError:
-            raise GameError("syntax error: time_settings takes numbers") from None
+        usage = "time_settings MAIN_TIME BYO_YOMI_TIME BYO_YOMI_STONES"
+        main, byo_time, stones = _time_numbers(self._arguments(args, 3, usage), (float, float, int), usage)
         self.clock = Clock(main, byo_time, stones)
 
     def gtp_time_left(self, args):
-        colour, seconds, stones = self._arguments(args, 3, "time_left COLOR TIME STONES")
-        try:
-            self.clock.left[parse_colour(colour)] = (float(seconds), int(stones))
-        except ValueError:
-            raise GameError("syntax error: time_left takes a colour and two numbers") from None
+        usage = "time_left COLOR TIME STONES"
+        colour, *numbers = self._arguments(args, 3, usage)
+        colour = parse_colour(colour)
+        self.clock.left[colour] = tuple(_time_numbers(numbers, (float, int), usage))
 
     def gtp_printsgf(self, args):
         return to_sgf(self.game, self.session.actions, **self._sgf_info()).strip()

@@ -14,20 +14,29 @@ from games import Game, State
 from .engine import Evaluator, Rule, simulate
 from .evaluators import RolloutEvaluator
 from .final import CRITERIA, choose
-from .selection import PUCT, UCB1, NodeView
-from .tree import Tree, grow, new_tree
+from . import memory
+from .gumbel import GumbelResult, gumbel_noise, gumbel_search
+from .selection import PUCT, UCB1, Gumbel, NodeView
+from .tree import Tree, grow, new_tree, node_bytes
+
+INITIAL_TREE_BYTES = 64 << 20  # a search's tree starts at most this big, then grows with its simulations
+MIN_NODES = 64  # and holds at least this many nodes
 
 __all__ = [
     "CRITERIA",
     "PUCT",
     "UCB1",
     "Evaluator",
+    "Gumbel",
+    "GumbelResult",
     "NodeView",
     "RolloutEvaluator",
     "Rule",
     "Tree",
     "choose",
     "grow",
+    "gumbel_noise",
+    "gumbel_search",
     "new_tree",
     "search",
     "search_with_budget",
@@ -51,18 +60,33 @@ def search(
 
     roots: State [B] (unfinished games); keys: long [B] per-tree random keys;
     root_prior: float [B, A] (e.g. the network's policy with Dirichlet noise);
+    extra_capacity: room for this many more nodes in the tree returned (for searching on);
     reuse: an earlier tree nobody reads any more, whose memory the new one may take.
+
+    A search that fits in INITIAL_TREE_BYTES gets its whole tree at once; a bigger one
+    starts there and grows as its simulations add nodes, so its memory follows the
+    simulations actually made. One that could outgrow the tree memory limit
+    (search/memory.py) is refused before anything is allocated.
     """
-    tree = new_tree(
-        game,
-        roots,
-        capacity=num_simulations + 1 + extra_capacity,
-        keys=keys,
-        root_prior=root_prior,
-        with_prior=rule.uses_prior,
-        reuse=reuse,
-    )
-    return simulate(tree, game, evaluator, rule, num_simulations)
+    needed = num_simulations + 1 + extra_capacity
+    with_prior = rule.uses_prior
+    per_node = node_bytes(roots, game.num_actions, with_prior)
+    memory.check_tree_size(roots.batch_size, needed, per_node)
+    capacity = min(needed, max(INITIAL_TREE_BYTES // (roots.batch_size * per_node), MIN_NODES))
+    tree = new_tree(game, roots, capacity=capacity, keys=keys, root_prior=root_prior, with_prior=with_prior,
+                    reuse=reuse)
+    done = 0
+    while done < num_simulations:
+        room = tree.capacity - int(tree.next_node.max())  # each simulation adds at most one node a tree
+        step = min(num_simulations - done, room)
+        if step < min(num_simulations - done, MIN_NODES) and tree.capacity < needed:  # (nearly) full: grow
+            tree = grow(tree, min(needed, 2 * tree.capacity))
+            continue
+        simulate(tree, game, evaluator, rule, step)
+        done += step
+    if extra_capacity:
+        tree = grow(tree, needed)
+    return tree
 
 
 def search_with_budget(
@@ -81,21 +105,34 @@ def search_with_budget(
 ) -> Tree:
     """Search until `simulations` are done, or until `seconds` pass (at least one chunk),
     or until `should_stop()` says so; the tree grows as needed. `on_progress(tree)` is
-    called after every chunk (live analysis)."""
+    called after every chunk (live analysis).
+
+    Memory (search/memory.py): simulations the tree memory limit cannot hold are refused
+    before anything is allocated; a search bounded by time alone stops at the limit.
+    """
     if simulations is None and seconds is None:
         raise ValueError("give simulations, seconds or both")
     import time
 
     deadline = None if seconds is None else time.monotonic() + seconds
-    capacity = (simulations or 1024) + 1
+    per_node = node_bytes(roots, game.num_actions, rule.uses_prior)
+    if simulations is not None:
+        memory.check_tree_size(roots.batch_size, simulations + 1, per_node)
+    most = simulations + 1 if simulations is not None else memory.max_nodes(roots.batch_size, per_node)
+    wanted = simulations + 1 if simulations is not None else 1024
+    capacity = min(most, wanted, max(INITIAL_TREE_BYTES // (roots.batch_size * per_node), MIN_NODES))
     tree = new_tree(game, roots, capacity, keys, root_prior=root_prior, with_prior=rule.uses_prior)
     done = 0
     while True:
         step = chunk if simulations is None else min(chunk, simulations - done)
         if step <= 0:
             break
-        if int(tree.next_node.max()) + step >= tree.capacity:
-            tree = grow(tree, tree.capacity * 2)
+        if int(tree.next_node.max()) + step > tree.capacity:  # each simulation adds at most one node a tree
+            if tree.capacity < most:
+                tree = grow(tree, min(most, tree.capacity * 2))
+            step = min(step, tree.capacity - int(tree.next_node.max()))
+            if step <= 0:  # at the memory limit: search no further
+                break
         simulate(tree, game, evaluator, rule, step)
         done += step
         if on_progress is not None:

@@ -4,7 +4,7 @@
     simulate(tree, game, evaluator, rule, S)
 
 Selection walks all B trees down in lock-step, one level per iteration, with the
-rule (UCB1, PUCT) choosing at each node; a tree stops at an action whose child
+rule (UCB1, PUCT, Gumbel) choosing at each node; a tree stops at an action whose child
 does not exist yet (it is expanded: one `game.step` for all such trees) or at a
 finished game.  All new leaves are evaluated in one call, and the values are
 added along every path with one scatter-add.  Randomness comes from per-tree
@@ -12,14 +12,14 @@ keys folded with the simulation and depth, so each tree's search is the same
 alone or in any batch (with a network evaluator in float32: in its default "auto"
 precision it computes batches of 16 or more in bfloat16, see azero.network).
 
-On a CPU, with UCB1 or PUCT, the descent and the backup run as compiled loops over the
-trees (search/kernels.py) with the same rules as the torch form below (children whose
+On a CPU, with UCB1, PUCT or Gumbel, the descent and the backup run as compiled loops over
+the trees (search/kernels.py) with the same rules as the torch form below (children whose
 scores tie to within float32 rounding of a logarithm may be ordered differently).
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Callable, Protocol
 
 import torch
 
@@ -48,6 +48,10 @@ class Evaluator(Protocol):
     ) -> tuple[torch.Tensor | None, torch.Tensor]: ...
 
 
+# the root actions a caller imposes on simulate: long [B], or a function giving them before each simulation
+RootAction = torch.Tensor | Callable[[], torch.Tensor]
+
+
 class Rule(Protocol):
     uses_prior: bool  # the tree keeps priors for it
     uses_uniform: bool  # it wants one uniform random number per tree and level
@@ -64,8 +68,11 @@ def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor, activ
                root: bool = False) -> NodeView:
     """The NodeView of node `flat` (index b * N + n) of each tree (`root`: the roots)."""
     visits = _rows(tree.visits, flat)
-    if tree.prior is not None:  # only PUCT's first-play urgency needs the node's own value
-        q = _rows(tree.value_sum, flat) / visits.clamp(min=1) * _rows(tree.q_sign, flat)
+    raw_value = None
+    if tree.prior is not None:  # PUCT's first-play urgency and Gumbel's mixed value need the node's own values
+        q_sign = _rows(tree.q_sign, flat)
+        q = _rows(tree.value_sum, flat) / visits.clamp(min=1) * q_sign
+        raw_value = _rows(tree.raw_value, flat) * q_sign
     else:
         q = torch.zeros_like(visits)
     return NodeView(
@@ -77,6 +84,7 @@ def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor, activ
         legal=_rows(tree.legal, flat),
         uniform=uniform_draw,
         active=active,
+        raw_value=raw_value,
         root=root,
     )
 
@@ -87,16 +95,23 @@ def simulate(
     evaluator: Evaluator,
     rule: Rule,
     num_simulations: int,
+    *,
+    root_action: RootAction | None = None,
 ) -> Tree:
-    """Run `num_simulations` simulations in each of the B trees (in place); returns the tree."""
+    """Run `num_simulations` simulations in each of the B trees (in place); returns the tree.
+
+    root_action: the action each simulation takes at each root instead of the rule's choice:
+    long [B] for every simulation of the call, or a function called before each simulation
+    that returns them (Gumbel's sequential halving chooses there, search/gumbel.py).
+    """
     # Inference mode spares the many small tensor operations autograd's bookkeeping. The
     # tree's arrays stay normal tensors (only written in place here), and nothing made here
     # outlives the call (caches that do are built with inference mode off).
     with torch.inference_mode():
-        return _simulate(tree, game, evaluator, rule, num_simulations)
+        return _simulate(tree, game, evaluator, rule, num_simulations, root_action)
 
 
-def _simulate(tree, game, evaluator, rule, num_simulations) -> Tree:
+def _simulate(tree, game, evaluator, rule, num_simulations, root_action=None) -> Tree:
     batch, capacity, actions = tree.batch_size, tree.capacity, tree.num_actions
     device = tree.visits.device
     rows = torch.arange(batch, device=device)
@@ -105,12 +120,13 @@ def _simulate(tree, game, evaluator, rule, num_simulations) -> Tree:
     # each simulation adds at most one node to a tree: check fullness only when it can happen
     check_full = int(tree.next_node.max()) + num_simulations > capacity
     if kernels.supports(rule, tree):
-        return _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full, needs_keys)
+        return _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full, needs_keys, root_action)
     for _ in range(num_simulations):
         if check_full and int(tree.next_node.max()) >= capacity:
             raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
         # keys from each tree's own simulation counter, for rules and evaluators that draw random numbers
         sim_keys = step_keys(tree.keys, tree.visits[:, ROOT].long()) if needs_keys else None
+        first = root_action() if callable(root_action) else root_action
         # -- select ------------------------------------------------------------------------
         # path[d]: the node at depth d of each tree's path, _PAST_END past its end; the node
         # a tree expands (next_node, known in advance) sits at its depth. edges[d]: the edge
@@ -123,8 +139,11 @@ def _simulate(tree, game, evaluator, rule, num_simulations) -> Tree:
         depth = 0
         while True:
             flat = base + node
-            draw = uniform_draw(sim_keys, depth) if rule.uses_uniform else None  # UCB1's untried moves
-            action = rule.select(_node_view(tree, flat, draw, active if depth else None, root=depth == 0))
+            if depth == 0 and first is not None:
+                action = first
+            else:
+                draw = uniform_draw(sim_keys, depth) if rule.uses_uniform else None  # UCB1's untried moves
+                action = rule.select(_node_view(tree, flat, draw, active if depth else None, root=depth == 0))
             edge = flat * actions + action
             child = tree.children.view(-1).index_select(0, edge).long()
             open_node = active & ~tree.terminal.view(-1).index_select(0, flat)
@@ -145,7 +164,7 @@ def _simulate(tree, game, evaluator, rule, num_simulations) -> Tree:
     return tree
 
 
-def _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full, needs_keys) -> Tree:
+def _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full, needs_keys, root_action) -> Tree:
     """The loop of `_simulate` with the descent and the backup compiled (search/kernels.py)."""
     capacity = tree.capacity
     rows = torch.arange(tree.batch_size)
@@ -154,7 +173,7 @@ def _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full,
         if check_full and int(tree.next_node.max()) >= capacity:
             raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
         sim_keys = step_keys(tree.keys, tree.visits[:, ROOT].long()) if needs_keys else None
-        walker.descend(sim_keys if rule.uses_uniform else None)
+        walker.descend(sim_keys if rule.uses_uniform else None, root_action() if callable(root_action) else root_action)
         value = _expand_where_needed(tree, game, evaluator, rows, walker.last, walker.expand_action, sim_keys, walker)
         walker.backup(value)
     return tree
@@ -233,6 +252,7 @@ def _expand(
         if prior is None:
             prior = legal.float() / legal.sum(dim=1, keepdim=True).clamp(min=1)
         put(tree.prior, prior)
+        put(tree.raw_value, leaf_value * tree.mover_sign.view(-1).index_select(0, new_flat))
     return value.index_copy(0, rows, leaf_value)
 
 

@@ -5,8 +5,9 @@ leaf value along the path; and for the subtree kept between moves.
 The engine's torch form does each level of every tree's descent as a dozen operations
 over [B, A] arrays, with a Python round trip per level; on a CPU that overhead, not the
 arithmetic, is the cost. Here one call walks every tree from its root to the node it
-expands, with the same rule as azero.search.selection (UCB1 or PUCT, same formulas, same
-random draws, first maximum on ties), and one call adds the values along the paths. The
+expands, with the same rule as azero.search.selection (UCB1, PUCT or Gumbel, same formulas,
+same random draws, first maximum on ties), and one call adds the values along the paths;
+another makes Gumbel's root choices (search/gumbel.py's sequential halving). The
 torch form stays the reference and serves other devices and other rules; the tests check
 that both make the same searches on test positions. The float32 logarithm here (numba's)
 and torch's vectorised one differ in the last bit for some visit counts, so two children
@@ -30,9 +31,10 @@ from games import NO_ACTION
 from games import kernels as _games_kernels
 from games.kernels import hash_one, njit, nth_of
 
-from .selection import PUCT, UCB1
+from .selection import PUCT, UCB1, Gumbel
 
-UCB1_KIND, PUCT_KIND = 1, 2
+UCB1_KIND, PUCT_KIND, GUMBEL_KIND = 1, 2, 3
+_TINY = np.float32(np.finfo(np.float32).tiny)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -50,10 +52,36 @@ def _first_max(scores, count):  # pragma: no cover - compiled; torch.argmax: the
     return index
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, out):  # pragma: no cover - compiled
+    """out[a] = log prior + sigma(completed Q) at node `flat`, -inf where illegal (selection.Gumbel.logits);
+    raw: the node's raw value for the chooser. Returns the node's total child visits."""
+    actions = out.shape[0]
+    total, most = np.float32(0.0), np.float32(0.0)
+    weighted, weight_sum = np.float32(0.0), np.float32(0.0)
+    for a in range(actions):
+        n = child_visits[flat, a]
+        total += n
+        most = max(most, n)
+        if n > 0:
+            p = max(prior[flat, a], _TINY)
+            weighted += p * (child_value_sum[flat, a] / n)
+            weight_sum += p
+    mean_q = weighted / max(weight_sum, _TINY)
+    mixed = (raw + total * mean_q) / (np.float32(1.0) + total)
+    scale = (np.float32(c_visit) + most) * np.float32(c_scale)
+    for a in range(actions):
+        n = child_visits[flat, a]
+        q = child_value_sum[flat, a] / n if n > 0 else mixed
+        value = np.log(max(prior[flat, a], _TINY)) + scale * (np.float32(0.5) * (q + np.float32(1.0)))
+        out[a] = value if legal[flat, a] != 0 else -np.float32(np.inf)
+    return total
+
+
 @njit(cache=True, nogil=True)
 def _descend(
-    kind, children, child_visits, child_value_sum, legal, prior, visits, value_sum, q_sign, terminal,
-    keys, next_node, capacity, c, c_init, c_base, fpu_reduction, forced,
+    kind, children, child_visits, child_value_sum, legal, prior, visits, value_sum, q_sign, terminal, raw_value,
+    keys, next_node, root_action, capacity, c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced,
     path, edges, length, expand_action, last,
 ):  # pragma: no cover - compiled
     batch = next_node.shape[0]
@@ -70,7 +98,21 @@ def _descend(
             flat = base + node
             n_parent = max(visits[flat], np.float32(1.0))
             action = 0
-            if kind == UCB1_KIND:
+            if depth == 0 and root_action[b] >= 0:  # chosen by the caller (Gumbel's sequential halving)
+                action = root_action[b]
+            elif kind == GUMBEL_KIND:
+                raw = raw_value[flat] * q_sign[flat]
+                total = _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, scores)
+                top = scores[_first_max(scores, actions)]
+                mass = np.float32(0.0)
+                for a in range(actions):
+                    if legal[flat, a] != 0:
+                        mass += np.exp(scores[a] - top)
+                for a in range(actions):  # pi'(a) - N(a) / (1 + sum N), -inf if illegal
+                    if legal[flat, a] != 0:
+                        scores[a] = np.exp(scores[a] - top) / mass - child_visits[flat, a] / (np.float32(1.0) + total)
+                action = _first_max(scores, actions)
+            elif kind == UCB1_KIND:
                 untried = 0
                 for a in range(actions):  # branch-free, vectorised
                     untried += (legal[flat, a] != 0) & (child_visits[flat, a] == 0)
@@ -100,12 +142,12 @@ def _descend(
                     score = exploit + prior[flat, a] / (n + np.float32(1.0))
                     scores[a] = score if legal[flat, a] != 0 else -inf
                 if depth == 0 and forced > 0:  # forced playouts (search/forced.py): root moves short of theirs first
-                    total = np.float32(0.0)
+                    root_total = np.float32(0.0)
                     for a in range(actions):
-                        total += child_visits[flat, a]
+                        root_total += child_visits[flat, a]
                     for a in range(actions):
                         if legal[flat, a] != 0 and child_visits[flat, a] < np.sqrt(
-                                np.float32(forced) * prior[flat, a] * total):
+                                np.float32(forced) * prior[flat, a] * root_total):
                             scores[a] = inf
                 action = _first_max(scores, actions)
             edges[b, depth] = flat * actions + action
@@ -174,9 +216,9 @@ def supports_tree(tree) -> bool:
 
 def supports(rule, tree) -> bool:
     """Whether the compiled descent can run this rule on this tree."""
-    if isinstance(rule, PUCT) and tree.prior is None:  # (the torch form reports the misuse)
+    if isinstance(rule, (PUCT, Gumbel)) and tree.prior is None:  # (the torch form reports the misuse)
         return False
-    return type(rule) in (UCB1, PUCT) and supports_tree(tree)
+    return type(rule) in (UCB1, PUCT, Gumbel) and supports_tree(tree)
 
 
 def _numpy(array: torch.Tensor) -> np.ndarray:
@@ -195,6 +237,7 @@ def _rows(array: torch.Tensor) -> np.ndarray:
 # the tree arrays each compiled step takes, in the order of its parameters
 _DESCEND = (
     "children", "child_visits", "child_value_sum", "legal", "prior", "visits", "value_sum", "q_sign", "terminal",
+    "raw_value",
 )
 _RECORD = ("mover_sign", "q_sign", "parent", "action", "legal", "terminal", "terminal_value", "children")
 _BACKUP = ("mover_sign", "visits", "value_sum", "child_visits", "child_value_sum")
@@ -211,29 +254,40 @@ class Walker:
         self.length = torch.empty(batch, dtype=torch.long)
         self.expand_action = torch.empty(batch, dtype=torch.long)
         self.last = torch.empty(batch, dtype=torch.long)
+        self.root_action = torch.full((batch,), NO_ACTION, dtype=torch.long)  # NO_ACTION: the rule chooses
+        # (c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced_playouts): each rule reads its own
         if isinstance(rule, UCB1):
-            self.kind, self.params = UCB1_KIND, (float(rule.c), 0.0, 1.0, 0.0, 0.0)
+            self.kind, self.params = UCB1_KIND, (float(rule.c), 0.0, 1.0, 0.0, 0.0, 0.0, 0.0)
+        elif isinstance(rule, Gumbel):
+            self.kind, self.params = GUMBEL_KIND, (0.0, 0.0, 1.0, 0.0, float(rule.c_visit), float(rule.c_scale), 0.0)
         else:
-            self.kind, self.params = PUCT_KIND, (0.0, float(rule.c_init), float(rule.c_base), float(rule.fpu_reduction),
-                                                 float(rule.forced_playouts))
-        arrays = {name: _numpy(getattr(tree, name)) for name in {*_DESCEND, *_RECORD, *_BACKUP} - {"prior"}}
-        # a tree without priors (UCB1): PUCT's argument is there but never read
+            self.kind = PUCT_KIND
+            self.params = (0.0, float(rule.c_init), float(rule.c_base), float(rule.fpu_reduction), 0.0, 0.0,
+                           float(rule.forced_playouts))
+        with_prior = {"prior", "raw_value"}
+        arrays = {name: _numpy(getattr(tree, name)) for name in {*_DESCEND, *_RECORD, *_BACKUP} - with_prior}
+        # a tree without priors (UCB1): PUCT's and Gumbel's arguments are there but never read
         arrays["prior"] = np.zeros((1, actions), np.float32) if tree.prior is None else _numpy(tree.prior)
+        arrays["raw_value"] = np.zeros(1, np.float32) if tree.raw_value is None else _numpy(tree.raw_value)
         self.arrays = tuple(arrays[name] for name in _DESCEND)
         self.record_arrays = (*(arrays[name] for name in _RECORD), tree.next_node.numpy())
         # the backup takes edges as flat indices into [B * N * A]
         self.backup_arrays = tuple(arrays[name].reshape(-1) for name in _BACKUP)
 
-    def descend(self, keys: torch.Tensor | None) -> None:
-        """Walk every tree from its root; fills path, edges, length, expand_action, last."""
+    def descend(self, keys: torch.Tensor | None, root_action: torch.Tensor | None = None) -> None:
+        """Walk every tree from its root, from `root_action` (long [B]) if given; fills path,
+        edges, length, expand_action, last."""
         tree = self.tree
         if keys is None:
             keys = tree.keys
+        if root_action is not None:
+            self.root_action.copy_(root_action)
         _descend(
             self.kind,
             *self.arrays,
             keys.numpy(),
             tree.next_node.numpy(),
+            self.root_action.numpy(),
             self.capacity,
             *self.params,
             self.path.numpy(),
@@ -396,3 +450,35 @@ def gather_nodes(fields, old: torch.Tensor, count: torch.Tensor) -> list[torch.T
             count.numpy(),
         )
     return outs
+
+
+@njit(cache=True, nogil=True)
+def _gumbel_root(
+    child_visits, child_value_sum, legal, prior, raw_value, q_sign, capacity, c_visit, c_scale, gumbel, target, action,
+):  # pragma: no cover - compiled
+    batch, actions = gumbel.shape
+    scores = np.empty(actions, dtype=np.float32)
+    candidates = np.empty(actions, dtype=np.float32)
+    for b in range(batch):
+        flat = b * capacity  # the root
+        raw = raw_value[flat] * q_sign[flat]
+        _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, scores)
+        found = False
+        for a in range(actions):
+            scores[a] = scores[a] + gumbel[b, a]
+            found |= child_visits[flat, a] == target[b] and legal[flat, a] != 0
+            candidates[a] = scores[a] if child_visits[flat, a] == target[b] else -np.float32(np.inf)
+        action[b] = _first_max(candidates, actions) if found else _first_max(scores, actions)
+
+
+def gumbel_root_actions(tree, rule, gumbel: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The compiled form of search.gumbel's root choice: long [B], the best root move by
+    g + logits + sigma(q_hat) among those with `target` (float [B]) visits (the best of all
+    where none has). gumbel: float [B, A]."""
+    action = torch.empty(tree.batch_size, dtype=torch.long)
+    _gumbel_root(
+        _numpy(tree.child_visits), _numpy(tree.child_value_sum), _numpy(tree.legal), _numpy(tree.prior),
+        _numpy(tree.raw_value), _numpy(tree.q_sign), tree.capacity, float(rule.c_visit), float(rule.c_scale),
+        gumbel.to(torch.float32).contiguous().numpy(), target.to(torch.float32).contiguous().numpy(), action.numpy(),
+    )
+    return action

@@ -1,13 +1,16 @@
-"""The network's search: PUCT driven by a policy-value network, with Dirichlet root noise.
+"""The network's search: PUCT or Gumbel AlphaZero driven by a policy-value network.
 
-    searcher = NetworkSearch(game, net, device="cpu")
+    searcher = NetworkSearch(game, net, device="cpu")                  # algorithm="puct"
     tree = searcher.fresh_tree(states, keys, capacity=simulations + 1)
-    searcher.search(tree, simulations)
+    searcher.search(tree, simulations)                                 # visits: tree.root_visits()
+
+    searcher = NetworkSearch(game, net, algorithm="gumbel")
+    result = searcher.gumbel_search(states, keys, simulations, noise=True)   # result.action, result.policy
 
 Self-play and the `az:` player (azero/players/az.py) both search this way.
-Root noise is Dirichlet noise mixed into the root prior only (AlphaZero): the
+PUCT's root noise is Dirichlet noise mixed into the root prior only (AlphaZero): the
 concentration alpha defaults to 10 / (typical number of legal moves), estimated
-once per game from random play.
+once per game from random play. Gumbel's root noise is its Gumbel sample (search/gumbel.py).
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from games import Game, State, sample_uniform_legal
 from games.random import fold, make_keys
 
 from ..network import NetworkEvaluator, PolicyValueNet
-from . import PUCT, Tree, new_tree, simulate
+from . import PUCT, Gumbel, GumbelResult, Tree, gumbel_noise, gumbel_search, memory, new_tree, node_bytes, simulate
+
+ALGORITHMS = ("puct", "gumbel")
 
 
 @lru_cache(maxsize=None)
@@ -57,21 +62,50 @@ def add_dirichlet_noise(
 
 
 class NetworkSearch:
-    """PUCT search driven by a network, for all B positions at once."""
+    """PUCT or Gumbel AlphaZero search driven by a network, for all B positions at once.
 
-    def __init__(self, game: Game, net: PolicyValueNet, *, device="cpu", c_init=1.25, c_base=19652.0,
-                 fpu_reduction=0.0, precision="auto", forced_playouts=0.0):
-        self.game = game
+    algorithm: "puct" (c_init, c_base, fpu_reduction; forced_playouts, KataGo's k, for
+    self-play's root) or "gumbel" (considered_actions, the root moves sampled, m; c_visit and
+    c_scale, the constants of sigma).
+    """
+
+    def __init__(self, game: Game, net: PolicyValueNet, *, device="cpu", algorithm="puct", c_init=1.25,
+                 c_base=19652.0, fpu_reduction=0.0, considered_actions=16, c_visit=50.0, c_scale=1.0,
+                 precision="auto", forced_playouts=0.0):
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"unknown search algorithm {algorithm!r}; choose one of: {', '.join(ALGORITHMS)}")
+        self.game, self.algorithm = game, algorithm
         self.evaluator = NetworkEvaluator(net, game, device, precision)
-        self.rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction, forced_playouts=forced_playouts)
-        # the rule of searches that should not explore (cheap searches of playout cap randomization)
-        self.plain_rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction)
+        self.considered_actions = considered_actions
+        if algorithm == "gumbel":
+            self.rule = self.plain_rule = Gumbel(c_visit=c_visit, c_scale=c_scale)
+        else:
+            self.rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction,
+                             forced_playouts=forced_playouts)
+            # the rule of searches that should not explore (cheap searches of playout cap randomization)
+            self.plain_rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction)
 
     def fresh_tree(self, states: State, keys: torch.Tensor, capacity: int) -> Tree:
-        """A tree per position whose root carries the network's prior (one forward pass)."""
-        prior, _ = self.evaluator(states, keys)
-        return new_tree(self.game, states, capacity, keys, root_prior=prior, with_prior=True)
+        """A tree per position whose root carries the network's prior and value (one forward pass)."""
+        prior, value = self.evaluator(states, keys)
+        return new_tree(self.game, states, capacity, keys, root_prior=prior, with_prior=True, root_value=value)
 
     def search(self, tree: Tree, simulations: int, *, explore: bool = True) -> Tree:
-        """`simulations` more in every tree; without `explore`, no forced playouts."""
+        """`simulations` more simulations of the rule in every tree (PUCT's search; in place);
+        without `explore`, no forced playouts."""
         return simulate(tree, self.game, self.evaluator, self.rule if explore else self.plain_rule, simulations)
+
+    def gumbel_search(self, states: State, keys: torch.Tensor, simulations: int, *, noise: bool,
+                      on_progress=None, should_stop=None) -> GumbelResult:
+        """Gumbel AlphaZero on fresh trees of `states` (State [B]; keys long [B]): the move and
+        the improved policy of each. noise: sample the root moves with Gumbel noise (self-play),
+        else consider the m moves of highest prior and play the best (evaluation, play)."""
+        if not isinstance(self.rule, Gumbel):
+            raise ValueError("gumbel_search needs NetworkSearch(algorithm='gumbel')")
+        memory.check_tree_size(states.batch_size, simulations + 1,
+                               node_bytes(states, self.game.num_actions, with_prior=True))
+        tree = self.fresh_tree(states, keys, simulations + 1)
+        actions = self.game.num_actions
+        gumbel = gumbel_noise(fold(keys, 0x6B5E), actions) if noise else torch.zeros(states.batch_size, actions)
+        return gumbel_search(tree, self.game, self.evaluator, self.rule, simulations, gumbel.to(tree.prior.device),
+                             considered=self.considered_actions, on_progress=on_progress, should_stop=should_stop)

@@ -1,7 +1,7 @@
 """Selection rules: which action to follow at an inner node, for all B trees at once.
 
 A rule sees a `NodeView` of one node per tree and returns an action per tree.
-Values given to rules are in [-1, 1] from the view of the player choosing; both
+Values given to rules are in [-1, 1] from the view of the player choosing; the
 rules here score on the [0, 1] scale of the classic papers (win = 1, draw = 0.5,
 loss = 0), so their constants mean what they meant there.
 """
@@ -31,6 +31,8 @@ class NodeView(NamedTuple):
     uniform:         float [B]     one uniform random number per tree for tie-breaks
     active:          bool  [B]     the trees whose choice is used (None: all); a rule may
                                    return anything in range for the others
+    raw_value:       float [B] or None  the evaluator's value of the node for the player
+                                   choosing there (trees with priors)
     root:            bool          the node is each tree's root
     """
 
@@ -42,6 +44,7 @@ class NodeView(NamedTuple):
     legal: torch.Tensor
     uniform: torch.Tensor
     active: torch.Tensor | None = None
+    raw_value: torch.Tensor | None = None
     root: bool = False
 
 
@@ -140,3 +143,92 @@ class PUCT:
         if forced is not None:
             score.masked_fill_(forced, math.inf)
         return score.argmax(dim=1)
+
+
+# -- Gumbel AlphaZero (Danihelka, Guez, Schrittwieser & Silver, ICLR 2022) -------------------------
+# The root's part (Gumbel-top-k sampling, sequential halving, the move and the training
+# target) is in search/gumbel.py; below is what the root and the other nodes share.
+
+_TINY = torch.finfo(torch.float32).tiny
+
+
+def prior_logits(prior: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    """float [B, A]: logits of the prior (log-probabilities), finite for every legal action
+    (a prior that underflowed to 0 gives log of float32's smallest normal), -inf for illegal ones."""
+    return torch.log(prior.clamp(min=_TINY)).masked_fill_(~legal, -math.inf)
+
+
+def mixed_value(raw_value: torch.Tensor, child_visits: torch.Tensor, child_value_sum: torch.Tensor,
+                prior: torch.Tensor) -> torch.Tensor:
+    """float [B]: the paper's mixed value approximation (its appendix D), the value of the
+    visited actions' prior-weighted Q blended with the evaluator's own value of the node:
+
+        v_mix = (v + sum_b N(b) * sum_{a visited} p(a) q(a) / sum_{a visited} p(a)) / (1 + sum_b N(b))
+
+    raw_value: float [B] (v); the others float [B, A]; all from the chooser's view.
+    """
+    visited = child_visits > 0
+    weight = torch.where(visited, prior.clamp(min=_TINY), torch.zeros_like(prior))
+    q = child_value_sum / child_visits.clamp(min=1)
+    weighted_q = (weight * q).sum(dim=1) / weight.sum(dim=1).clamp(min=_TINY)  # 0 where nothing is visited
+    total = child_visits.sum(dim=1)
+    return (raw_value + total * weighted_q) / (1.0 + total)
+
+
+def completed_q(raw_value: torch.Tensor, child_visits: torch.Tensor, child_value_sum: torch.Tensor,
+                prior: torch.Tensor) -> torch.Tensor:
+    """float [B, A] in [-1, 1], chooser's view: each visited action's mean value, and the mixed
+    value (`mixed_value`) for the actions not visited."""
+    value = mixed_value(raw_value, child_visits, child_value_sum, prior).unsqueeze(1)
+    q = child_value_sum / child_visits.clamp(min=1)
+    return torch.where(child_visits > 0, q, value)
+
+
+def sigma(q: torch.Tensor, child_visits: torch.Tensor, c_visit: float, c_scale: float) -> torch.Tensor:
+    """float [B, A]: the paper's monotone transform of Q, (c_visit + max_b N(b)) * c_scale * q_hat,
+    with q_hat = (1 + q) / 2 the value on [0, 1] (win 1, draw 0.5, loss 0).
+
+    q: float [B, A] in [-1, 1]; child_visits: float [B, A] (N, the node's children's visits).
+    """
+    scale = (c_visit + child_visits.amax(dim=1, keepdim=True)) * c_scale
+    return scale * (0.5 * (q + 1.0))
+
+
+@dataclass(frozen=True)
+class Gumbel:
+    """Gumbel AlphaZero's selection below the root (the paper's section 5): the action whose
+    share of the node's visits lags most behind the improved policy
+    pi' = softmax(logits + sigma(completed Q)),
+
+        argmax_a  pi'(a) - N(a) / (1 + sum_b N(b)),
+
+    deterministic, with the mixed value (NodeView.raw_value) completing the Q of unvisited
+    actions. At the root, search/gumbel.py's sequential halving chooses instead; used at the
+    root too (a search without that schedule), it is the same rule there.
+
+    c_visit, c_scale: sigma's constants (`sigma`), the paper's defaults.
+    """
+
+    c_visit: float = 50.0
+    c_scale: float = 1.0
+    uses_prior = True
+    uses_uniform = False
+
+    def logits(self, view: NodeView) -> torch.Tensor:
+        """float [B, A]: logits + sigma(completed Q), -inf for illegal actions (pi' is their softmax)."""
+        if view.raw_value is None:
+            raise ValueError("Gumbel selection needs a tree with priors and raw values (new_tree(with_prior=True))")
+        q = completed_q(view.raw_value, view.child_visits, view.child_value_sum, view.prior)
+        return prior_logits(view.prior, view.legal) + sigma(q, view.child_visits, self.c_visit, self.c_scale)
+
+    def improved_policy(self, view: NodeView) -> torch.Tensor:
+        """float [B, A]: pi' = softmax(logits + sigma(completed Q)) over the legal actions."""
+        return torch.softmax(self.logits(view), dim=1).nan_to_num_(0.0)
+
+    def scores(self, view: NodeView) -> torch.Tensor:
+        """float [B, A]: pi'(a) - N(a) / (1 + sum_b N(b)), -inf for illegal actions."""
+        share = view.child_visits / (1.0 + view.child_visits.sum(dim=1, keepdim=True))
+        return (self.improved_policy(view) - share).masked_fill_(~view.legal, -math.inf)
+
+    def select(self, view: NodeView) -> torch.Tensor:
+        return self.scores(view).argmax(dim=1)

@@ -26,7 +26,7 @@ import torch
 
 from games import NO_ACTION, Game, State, player_sign
 
-from . import kernels
+from . import kernels, memory
 
 ROOT = 0  # every tree's root node
 NO_PARENT = -1  # the parent of the root and of unused nodes
@@ -83,6 +83,8 @@ FIELDS: tuple[TreeField, ...] = (
     per_edge("child_visits", torch.float32, 0.0, "visits of each child (0 if not expanded)"),
     per_edge("child_value_sum", torch.float32, 0.0, "value sums of each child, chooser's view"),
     per_edge("prior", torch.float32, 0.0, "policy prior at the node", with_prior=True),
+    per_node("raw_value", torch.float32, 0.0, "the evaluator's value of the node, mover's view "
+             "(Gumbel's mixed value)", with_prior=True),
 )
 
 
@@ -166,11 +168,13 @@ def new_tree(
     root_prior: torch.Tensor | None = None,
     with_prior: bool = True,
     reuse: Tree | None = None,
+    root_value: torch.Tensor | None = None,
 ) -> Tree:
     """An empty tree for each root (B roots, `capacity` nodes, root at node ROOT).
 
     roots: State [B] of unfinished games; keys: long [B]; root_prior: float [B, A]
-    (probabilities; uniform over legal actions if None); with_prior: keep priors at all.
+    (probabilities; uniform over legal actions if None); with_prior: keep priors at all;
+    root_value: float [B], the evaluator's value of the roots, first player's view (0 if None).
     reuse: an earlier tree that nobody reads any more; arrays of the right shape are
     refilled in place instead of allocated (a refill is cheaper than a fresh allocation's first touch).
     """
@@ -178,6 +182,7 @@ def new_tree(
     device = roots.device
     if bool(roots.done.any()):
         raise ValueError("search was asked to search a finished game")
+    memory.check_tree_size(batch, nodes, node_bytes(roots, actions, with_prior))
     states = _refill_states(reuse.states, roots, nodes) if reuse is not None else None
     if states is None:
         states = roots.repeat_interleave(nodes)
@@ -200,7 +205,19 @@ def new_tree(
             legal = tree.legal[:, ROOT]
             root_prior = legal.float() / legal.sum(dim=1, keepdim=True).clamp(min=1)
         tree.prior[:, ROOT] = root_prior
+        if root_value is not None:
+            tree.raw_value[:, ROOT] = root_value.to(device) * tree.mover_sign[:, ROOT]
     return tree
+
+
+def node_bytes(states: State, actions: int, with_prior: bool) -> int:
+    """The bytes one node takes in a tree's arrays: its position and its entry in every field."""
+    total = sum(torch.empty((), dtype=f.dtype).element_size() * (actions if f.per_edge else 1)
+                for f in Tree.FIELDS if with_prior or not f.with_prior)
+    for f in dataclasses.fields(states):
+        array = getattr(states, f.name)
+        total += array.numel() // max(array.shape[0], 1) * array.element_size()
+    return total
 
 
 def tree_bytes(tree: Tree) -> int:
@@ -333,6 +350,7 @@ def grow(tree: Tree, capacity: int) -> Tree:
     if capacity <= old:
         return tree
     batch, extra = tree.batch_size, capacity - old
+    memory.check_tree_size(batch, capacity, node_bytes(tree.states, tree.num_actions, tree.prior is not None))
 
     def widen(array, empty):
         if array is None:

@@ -1,0 +1,187 @@
+"""What an ablation runs: its arms, seeds, budget and yardsticks, read from the command line and saved.
+
+An arm is `NAME:KEY=VALUE[,KEY=VALUE...]`, the game's preset plus `--set` overrides
+(`base:` is the preset itself, `gumbel:search.algorithm=gumbel`). A yardstick is
+`judge[:positions=N,min_plies=N,max_plies=N]` (moves judged by an exact solver,
+azero/judge.py) or any player spec, which the final network then plays a match against
+(`uct:1000`, `az:runs/gomoku-ref/latest.pt:sims=64`, `gtp:gnugo --mode gtp --level 10 ...`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+from games.options import Option, read_options
+
+from ..config import load_config
+from ..errors import UserError
+from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS
+
+GNUGO = "gtp:gnugo --mode gtp --level {level} --chinese-rules --positional-superko"
+GRHINO = "gtp:gtp-rhino --level {level}"
+
+# The fixed opponents of each preset (docs/ABLATIONS.md): Connect Four by the exact solver,
+# gomoku by the UCT ladder (add the frozen reference with --yardstick az:PATH:sims=64),
+# Othello by GRhino levels, Go 7x7 by GNU Go levels.
+DEFAULT_YARDSTICKS: dict[str, list[str]] = {
+    "connect4": ["judge"],
+    "gomoku": ["uct:1000", "uct:10000"],
+    "othello": [GRHINO.format(level=level) for level in (1, 2, 3)],
+    "go": [GNUGO.format(level=level) for level in (1, 10)],
+    "tictactoe": ["judge:min_plies=0,max_plies=7", "perfect"],
+}
+
+JUDGE_OPTIONS = {
+    "positions": Option(DEFAULT_POSITIONS, int, low=1, help="positions judged"),
+    "min_plies": Option(DEFAULT_MIN_PLIES, int, low=0, help="fewest random moves before a position"),
+    "max_plies": Option(DEFAULT_MAX_PLIES, int, low=0, help="most random moves before a position"),
+}
+
+ARM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+# a comma that starts the next override (section.key=), not one inside a value such as a ladder
+NEXT_OVERRIDE = re.compile(r",(?=\s*[a-z_]+\.[a-z_]+\s*=)")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm: a name (also its folders' prefix) and the --set overrides it adds to the preset."""
+
+    name: str
+    overrides: tuple[str, ...] = ()
+
+    @staticmethod
+    def parse(text: str) -> "Arm":
+        """'gumbel:search.algorithm=gumbel,search.simulations=16' -> Arm('gumbel', (...))."""
+        name, colon, rest = text.strip().partition(":")
+        if not colon:
+            raise UserError(f"--arm {text!r}: write NAME:KEY=VALUE[,KEY=VALUE...], e.g. base: or "
+                            "gumbel:search.algorithm=gumbel")
+        if not ARM_NAME.fullmatch(name):
+            raise UserError(f"--arm {text!r}: an arm's name is letters, digits and _ . + - (it names folders)")
+        overrides = tuple(part.strip() for part in NEXT_OVERRIDE.split(rest) if part.strip())
+        return Arm(name, overrides)
+
+    def text(self) -> str:
+        return f"{self.name}:{','.join(self.overrides)}"
+
+
+def judge_options(yardstick: str) -> dict | None:
+    """The judge's options of a `judge[:...]` yardstick (None for a player spec)."""
+    name, _, rest = yardstick.partition(":")
+    if name.strip() != "judge":
+        return None
+    given = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = part.partition("=")
+        if not eq:
+            raise UserError(f"yardstick {yardstick!r}: write judge:positions=300,min_plies=6,max_plies=22")
+        given[key.strip()] = value.strip()
+    options = read_options("judge", JUDGE_OPTIONS, given, error=UserError)
+    if options["min_plies"] > options["max_plies"]:
+        raise UserError(f"yardstick {yardstick!r}: min_plies is above max_plies")
+    return options
+
+
+def check_yardstick(yardstick: str) -> None:
+    """UserError for a yardstick that is neither the judge nor a registered player's spec."""
+    if judge_options(yardstick) is not None:
+        return
+    from ..players import REGISTRY, parse_spec
+
+    name = yardstick.strip().partition(":")[0].strip().lower()
+    if name not in REGISTRY:
+        parse_spec(yardstick)
+        raise UserError(f"yardstick {yardstick!r}: neither judge[:...] nor a player spec (players: "
+                        f"{', '.join(REGISTRY)})")
+
+
+@dataclass
+class Plan:
+    """Everything that fixes an ablation's results (saved in its folder as the first thing it writes).
+
+    preset:      the game's preset (azero/configs/PRESET.toml) every arm starts from
+    arms:        the arms, run in this order for each seed
+    seeds:       run.seed of each arm's runs
+    minutes / iterations: the training budget of every run (one of them)
+    overrides:   --set overrides common to every arm
+    yardsticks:  what each final network is measured against
+    games:       games per match yardstick (alternating colours)
+    simulations: the networks' search in the yardsticks
+    """
+
+    preset: str
+    arms: list[Arm]
+    seeds: list[int]
+    minutes: float | None = None
+    iterations: int | None = None
+    overrides: list[str] = field(default_factory=list)
+    yardsticks: list[str] = field(default_factory=list)
+    games: int = 40
+    simulations: int = 0
+
+    def check(self) -> None:
+        """UserError for anything wrong before anything runs: arms' configs, yardsticks, budgets."""
+        if (self.minutes is None) == (self.iterations is None):
+            raise UserError("give one training budget: --minutes M or --iterations N")
+        if self.minutes is not None and self.minutes <= 0 or self.iterations is not None and self.iterations < 1:
+            raise UserError("the training budget must be positive")
+        if not self.arms:
+            raise UserError("give at least one --arm NAME:OVERRIDES (base: for the preset itself)")
+        names = [arm.name for arm in self.arms]
+        if len(set(names)) != len(names):
+            raise UserError(f"arm names must differ: {', '.join(names)}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise UserError("give distinct seeds, e.g. --seeds 0,1")
+        if self.games < 2:
+            raise UserError("--games must be at least 2")
+        if not self.yardsticks:
+            raise UserError(f"no yardstick for preset {self.preset!r}: give --yardstick judge or a player spec")
+        for arm in self.arms:
+            load_config(game=self.preset, overrides=[*self.overrides, *arm.overrides])
+        for yardstick in self.yardsticks:
+            check_yardstick(yardstick)
+
+    def runs(self) -> list[tuple[Arm, int]]:
+        """(arm, seed) in the order they run: every arm for the first seed, then for the next."""
+        return [(arm, seed) for seed in self.seeds for arm in self.arms]
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["arms"] = [arm.text() for arm in self.arms]
+        return out
+
+    @staticmethod
+    def from_dict(data: dict) -> "Plan":
+        data = dict(data)
+        data["arms"] = [Arm.parse(text) for text in data["arms"]]
+        return Plan(**data)
+
+    def extends(self, saved: "Plan") -> str | None:
+        """None if this plan is `saved` with arms or seeds added (or the same); else what differs."""
+        mine, theirs = self.to_dict(), saved.to_dict()
+        for key in ("preset", "minutes", "iterations", "overrides", "yardsticks", "games", "simulations"):
+            if mine[key] != theirs[key]:
+                return f"{key} is {theirs[key]!r} there, {mine[key]!r} here"
+        arms = {arm.name: arm for arm in self.arms}
+        for arm in saved.arms:
+            if arm.name not in arms:
+                return f"arm {arm.name} is missing here"
+            if arms[arm.name] != arm:
+                return f"arm {arm.name} is {arm.text()!r} there, {arms[arm.name].text()!r} here"
+        if not set(saved.seeds) <= set(self.seeds):
+            return f"seeds are {saved.seeds} there, {self.seeds} here"
+        return None
+
+
+def make_plan(preset: str, arms: list[str], seeds: list[int], *, minutes: float | None, iterations: int | None,
+              overrides: list[str], yardsticks: list[str] | None, games: int, simulations: int | None) -> Plan:
+    """A checked plan from command-line values (yardsticks and simulations default to the preset's)."""
+    if yardsticks is None:
+        yardsticks = list(DEFAULT_YARDSTICKS.get(preset, []))
+    if simulations is None:
+        simulations = load_config(game=preset, overrides=overrides).evaluation.simulations
+    plan = Plan(preset, [Arm.parse(text) for text in arms], list(seeds), minutes, iterations, list(overrides),
+                list(yardsticks), games, simulations)
+    plan.check()
+    return plan

@@ -1,0 +1,274 @@
+"""Run an ablation: each arm's training runs one after another, then each final network against the yardsticks.
+
+    ablation = Ablation(Path("runs/ablate-c4"), plan)   # or Ablation.open(folder) to continue one
+    ablation.run()                                       # resumable: finished steps are skipped
+
+Everything runs as the project's own commands in subprocesses (scripts/train.py,
+scripts/judge.py, scripts/evaluate.py), one at a time, so an arm never shares the
+two cores with another; each command is printed before it runs and logged with its
+exit status in the folder's ablation.json:
+
+    OUT/ablation.json    the plan, every run's state and results, the log of commands
+    OUT/ARM-seedS/       each run's folder (a training run folder, azero/loop.py)
+    OUT/ablation.md      the table of results (azero/ablation/report.py)
+    OUT/elo.svg          Elo against training minutes, the arms side by side
+
+Stopping it at any moment (Ctrl-C, SIGTERM) stops the command in progress; running
+it again continues: finished trainings and measurements are kept, an interrupted
+training continues from its last iteration for the minutes it has not yet trained.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..checkpoint import atomic_write_text
+from ..errors import UserError
+from .plan import Arm, Plan, judge_options
+
+REPO = Path(__file__).resolve().parent.parent.parent
+SCRIPTS = REPO / "scripts"
+STATE = "ablation.json"
+STOP_WAIT_SECONDS = 10  # for a command that got the same Ctrl-C to stop by itself
+STOP_GRACE_SECONDS = 120  # then for a command sent SIGTERM to stop (a training ends as with Ctrl-C)
+FINISHED_SHARE = 0.99  # a run that trained this share of its minutes needs no more
+
+
+def display(argv: list[str]) -> str:
+    """A command as a shell line: 'python scripts/train.py ...' (the script relative to the current folder)."""
+    words = ["python" if argv[0] == sys.executable else argv[0]]
+    for word in argv[1:]:
+        path = Path(word)
+        if path.is_absolute() and path.is_relative_to(Path.cwd()) and path.suffix == ".py":
+            word = str(path.relative_to(Path.cwd()))
+        words.append(word)
+    return shlex.join(words)
+
+
+class Ablation:
+    """One ablation's folder: its plan, its runs' progress and results."""
+
+    def __init__(self, folder: Path, plan: Plan, *, log=print):
+        if any(mark in str(folder) for mark in ":,="):
+            raise UserError(f"{folder}: an ablation's folder may not contain ':', ',' or '=' "
+                            "(its path goes into player specs)")
+        self.folder, self.plan, self.log = Path(folder), plan, log
+        self.terminated = False  # a SIGTERM came (sent to this process alone: the command in progress is told)
+        self.state: dict = {"plan": plan.to_dict(), "runs": {}, "commands": []}
+        path = self.folder / STATE
+        if path.exists():
+            saved = json.loads(path.read_text())
+            difference = plan.extends(Plan.from_dict(saved["plan"]))
+            if difference:
+                raise UserError(f"{self.folder} holds another ablation ({difference}); choose a new --out, or "
+                                f"give only --out {self.folder} to continue it")
+            self.state["runs"], self.state["commands"] = saved["runs"], saved["commands"]
+        elif self.folder.exists() and any(self.folder.iterdir()):
+            raise UserError(f"{self.folder} exists and holds no {STATE}; choose a new --out")
+        if not (SCRIPTS / "train.py").exists():
+            raise UserError(f"ablations run the scripts of a source checkout ({SCRIPTS / 'train.py'} is missing)")
+
+    @staticmethod
+    def open(folder: Path, *, log=print) -> "Ablation":
+        """The ablation saved in `folder`, to continue it."""
+        path = Path(folder) / STATE
+        if not path.exists():
+            raise UserError(f"{path} not found: give the plan (--game, --arm, a budget) to start an ablation there")
+        return Ablation(folder, Plan.from_dict(json.loads(path.read_text())["plan"]), log=log)
+
+    # -- state ----------------------------------------------------------------------------------
+    def save(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.folder / STATE, json.dumps(self.state, indent=1) + "\n")
+
+    def run_dir(self, arm: Arm, seed: int) -> Path:
+        return self.folder / f"{arm.name}-seed{seed}"
+
+    def record(self, arm: Arm, seed: int) -> dict:
+        key = f"{arm.name}-seed{seed}"
+        return self.state["runs"].setdefault(key, {"arm": arm.name, "seed": seed, "trained": False, "results": {}})
+
+    # -- commands -------------------------------------------------------------------------------
+    def train_command(self, arm: Arm, seed: int) -> list[str]:
+        """A new run's training command, or the one that continues a run folder stopped part way."""
+        run_dir = self.run_dir(arm, seed)
+        command = [sys.executable, str(SCRIPTS / "train.py")]
+        if not (run_dir / "config.toml").exists():
+            command += ["--game", self.plan.preset, "--seed", str(seed)]
+            for override in (*self.plan.overrides, *arm.overrides):
+                command += ["--set", override]
+        command += ["--run-dir", str(run_dir)]
+        if self.plan.iterations is not None:
+            command += ["--iterations", str(self.plan.iterations)]
+        else:
+            remaining = self.plan.minutes - trained_minutes(run_dir)
+            command += ["--minutes", f"{max(remaining, 0.01):.4g}"]
+        return [*command, "--no-progress"]
+
+    def yardstick_command(self, arm: Arm, seed: int, yardstick: str) -> list[str]:
+        run_dir = self.run_dir(arm, seed)
+        game = game_spec(run_dir)
+        network = f"az:{run_dir / 'latest.pt'}:sims={self.plan.simulations}"
+        options = judge_options(yardstick)
+        if options is not None:
+            return [sys.executable, str(SCRIPTS / "judge.py"), "--game", game, "--player", network,
+                    "--positions", str(options["positions"]), "--min-plies", str(options["min_plies"]),
+                    "--max-plies", str(options["max_plies"]), "--seed", "0", "--json"]
+        return [sys.executable, str(SCRIPTS / "evaluate.py"), "--game", game, "--a", network, "--b", yardstick,
+                "--games", str(self.plan.games), "--seed", "0", "--json"]
+
+    def execute(self, command: list[str], *, capture: bool) -> tuple[int, list[str]]:
+        """Run one command (printed first, logged after); (exit status, its output lines when captured).
+
+        An interrupt (Ctrl-C, SIGTERM) stops the command too and is raised again.
+        """
+        line = display(command)
+        self.log(f"$ {line}")
+        entry = {"command": line, "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        began = time.monotonic()
+        # unbuffered: a training's log lines come through the pipe as they are written
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, bufsize=1,
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        lines = []
+        try:
+            for output in process.stdout:
+                lines.append(output.rstrip("\n"))
+                if not capture:
+                    self.log(output.rstrip("\n"))
+            status = process.wait()
+        except KeyboardInterrupt:
+            _stop(process, forward=self.terminated)
+            entry.update(seconds=round(time.monotonic() - began, 1), exit="interrupted")
+            self.state["commands"].append(entry)
+            self.save()
+            raise
+        entry.update(seconds=round(time.monotonic() - began, 1), exit=status)
+        self.state["commands"].append(entry)
+        self.save()
+        return status, lines
+
+    def _terminate(self, signum, frame):
+        self.terminated = True
+        raise KeyboardInterrupt
+
+    # -- the steps ------------------------------------------------------------------------------
+    def trained_enough(self, arm: Arm, seed: int) -> bool:
+        """Whether the run folder already holds the whole budget (the ablation stopped before noting it)."""
+        run_dir = self.run_dir(arm, seed)
+        if not (run_dir / "latest.pt").exists():
+            return False
+        if self.plan.iterations is not None:
+            return trained_iterations(run_dir) >= self.plan.iterations
+        return trained_minutes(run_dir) >= FINISHED_SHARE * self.plan.minutes
+
+    def train(self, arm: Arm, seed: int) -> None:
+        record = self.record(arm, seed)
+        if self.trained_enough(arm, seed):
+            record["trained"] = True
+            self.save()
+            return
+        status, lines = self.execute(self.train_command(arm, seed), capture=False)
+        stopped = any(line.startswith("stopped;") for line in lines[-3:])
+        if status != 0 or stopped:
+            raise UserError(f"training {arm.name} seed {seed} did not finish (exit {status}); "
+                            f"run the ablation again to continue it")
+        if self.plan.iterations is not None and trained_iterations(self.run_dir(arm, seed)) < self.plan.iterations:
+            raise UserError(f"training {arm.name} seed {seed} stopped before iteration {self.plan.iterations}")
+        record["trained"] = True
+        self.save()
+
+    def measure(self, arm: Arm, seed: int, yardstick: str) -> None:
+        record = self.record(arm, seed)
+        status, lines = self.execute(self.yardstick_command(arm, seed, yardstick), capture=True)
+        results = [json.loads(line) for line in lines if line.startswith("{")]
+        if status != 0 or not results:
+            raise UserError(f"measuring {arm.name} seed {seed} against {yardstick} failed (exit {status})")
+        record["results"][yardstick] = results[-1]
+        self.save()
+
+    def pending(self) -> list[str]:
+        """What is left to do, in order, as one line each."""
+        todo = []
+        for arm, seed in self.plan.runs():
+            record = self.state["runs"].get(f"{arm.name}-seed{seed}", {"trained": False, "results": {}})
+            if not record["trained"]:
+                todo.append(f"train {arm.name} seed {seed}")
+            todo += [f"measure {arm.name} seed {seed} against {y}" for y in self.plan.yardsticks
+                     if y not in record["results"]]
+        return todo
+
+    def run(self) -> None:
+        """Every step not done yet, in order; writes the table and the plot after each run."""
+        from .report import write_report
+
+        self.save()
+        previous = signal.signal(signal.SIGTERM, self._terminate)
+        try:
+            for arm, seed in self.plan.runs():
+                record = self.record(arm, seed)
+                if not record["trained"]:
+                    self.train(arm, seed)
+                for yardstick in self.plan.yardsticks:
+                    if yardstick not in record["results"]:
+                        self.measure(arm, seed, yardstick)
+                write_report(self)
+        except KeyboardInterrupt:
+            self.log(f"stopped; {self.folder} keeps what finished. Continue with: "
+                     f"python scripts/ablate.py --out {self.folder}")
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _stop(process: subprocess.Popen, *, forward: bool) -> None:
+    """Stop a command as Ctrl-C would (a training writes nothing half-way), and kill it only if it hangs.
+
+    forward: send it SIGTERM at once (else first give it time to stop by itself: a Ctrl-C in the
+    terminal reaches the whole process group).
+    """
+    if not forward:
+        try:
+            process.wait(STOP_WAIT_SECONDS)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(STOP_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _metrics(run_dir: Path) -> list[dict]:
+    path = run_dir / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def trained_minutes(run_dir: Path) -> float:
+    """Minutes of training the run folder holds (0 for a new one)."""
+    records = _metrics(run_dir)
+    return records[-1]["charts/hours"] * 60 if records else 0.0
+
+
+def trained_iterations(run_dir: Path) -> int:
+    records = _metrics(run_dir)
+    return int(records[-1]["iteration"]) if records else 0
+
+
+def game_spec(run_dir: Path) -> str:
+    """The game a run trained on, from its config.toml."""
+    import tomllib
+
+    with open(run_dir / "config.toml", "rb") as handle:
+        return tomllib.load(handle)["game"]["spec"]
+

@@ -1,0 +1,66 @@
+"""python scripts/judge.py (also `azero judge`): players judged move by move by an exact solver."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..errors import cli_entry
+from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ..players import spec_help
+
+    parser = argparse.ArgumentParser(
+        prog="judge.py",
+        description="Judge players by an exact solver: on a fixed, seeded set of positions from random play, "
+        "the share of each player's moves that keep the position's game-theoretic value (win, draw or loss "
+        "with best play), with its 95% interval; also over the positions where some move would change the "
+        "value. 6x7 Connect Four is solved by BitBully (pip install -e '.[yardsticks]'); games small enough "
+        "(tic-tac-toe, Nim, tiny boards) by exhaustive search.",
+        epilog=f"{spec_help()}. Example: --game connect4 --player az:runs/connect4-60/latest.pt --player uct:1000",
+    )
+    parser.add_argument("--game", required=True, help="game spec, e.g. connect4, tictactoe")
+    parser.add_argument("--player", action="append", required=True, metavar="SPEC",
+                        help="a player to judge, e.g. az:runs/RUN/latest.pt:sims=100 (repeatable)")
+    parser.add_argument("--positions", type=int, default=DEFAULT_POSITIONS,
+                        help=f"positions to judge (default {DEFAULT_POSITIONS})")
+    parser.add_argument("--min-plies", type=int, default=DEFAULT_MIN_PLIES,
+                        help=f"fewest random moves before a position (default {DEFAULT_MIN_PLIES})")
+    parser.add_argument("--max-plies", type=int, default=DEFAULT_MAX_PLIES,
+                        help=f"most random moves before a position (default {DEFAULT_MAX_PLIES})")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the positions and the players (default 0)")
+    parser.add_argument("--batch", type=int, default=None, help="positions given to a player at once (default all)")
+    parser.add_argument("--device", default="cpu", help="torch device for networks (default cpu)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object per player instead of text")
+    return parser
+
+
+@cli_entry
+def main(argv=None) -> int:
+    import games
+
+    from ..judge import judge, judge_positions
+    from ..oracle import make_oracle
+    from ..players import make
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.positions < 1:
+        parser.error("--positions must be at least 1")
+    if not 0 <= args.min_plies <= args.max_plies:
+        parser.error("need 0 <= --min-plies <= --max-plies")
+    game = games.make_from_spec(args.game)
+    oracle = make_oracle(game)
+    positions = judge_positions(game, args.positions, min_plies=args.min_plies, max_plies=args.max_plies,
+                                seed=args.seed)
+    for spec in args.player:
+        player = make(spec, game, device=args.device, seed=args.seed)
+        try:
+            result = judge(player, positions.to(args.device), oracle, seed=args.seed, min_plies=args.min_plies,
+                           max_plies=args.max_plies, batch=args.batch)
+        finally:
+            player.close()
+        print(json.dumps(result.to_dict()) if args.json else result.table(), flush=True)
+    return 0

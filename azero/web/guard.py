@@ -1,0 +1,69 @@
+"""Who may drive the browser board's server: its own page on this machine, and programs, nobody else.
+
+The server listens on 127.0.0.1, but any web page the user visits can send requests
+there. So every request is checked before it is answered:
+
+* Host must be 127.0.0.1:PORT or localhost:PORT. A page on another site that points its
+  own name at 127.0.0.1 (DNS rebinding) sends its own name and is refused, so it can read
+  nothing, not even the page.
+* A state-changing request (POST) must carry a JSON body (Content-Type: application/json),
+  which no HTML form can send and which a script on another origin can send only after a
+  CORS preflight this server never grants; and where the browser says who sends it
+  (Origin, Sec-Fetch-Site), that must be the board's own page. A request with neither
+  header comes from a program, not from a page in a browser (browsers send Origin with
+  every POST from a page).
+* A body is read only up to MAX_BODY bytes and only as long as Content-Length says, and a
+  connection that stalls for READ_SECONDS is closed (it would hold a thread for ever).
+"""
+
+from __future__ import annotations
+
+MAX_BODY = 64 << 10  # bytes; the board's requests are a few dozen
+READ_SECONDS = 20.0  # a connection that sends nothing for this long is closed
+
+
+class Refused(Exception):
+    """A request the server will not carry out: an HTTP status and a message for the JSON answer."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def own_hosts(port: int) -> tuple[str, ...]:
+    return f"127.0.0.1:{port}", f"localhost:{port}"
+
+
+def check_host(headers, port: int) -> None:
+    """Refused unless the request names this server (no DNS rebinding)."""
+    host = (headers.get("Host") or "").strip().lower()
+    if host not in own_hosts(port):
+        raise Refused(403, f"this server answers requests for {' or '.join(own_hosts(port))} only, not "
+                      f"{host or 'a request without Host'}")
+
+
+def check_sender(headers, port: int) -> None:
+    """Refused unless a state-changing request comes from the board's own page (or a program)."""
+    origin = headers.get("Origin")
+    if origin is not None and origin.strip().lower() not in tuple(f"http://{host}" for host in own_hosts(port)):
+        raise Refused(403, f"requests from {origin.strip() or 'an empty origin'} may not change the board; "
+                      "only its own page may")
+    site = headers.get("Sec-Fetch-Site")
+    if site is not None and site.strip().lower() != "same-origin":
+        raise Refused(403, f"a {site.strip()} request may not change the board; only its own page may")
+    kind = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        raise Refused(415, f"send the body as JSON with Content-Type: application/json, not {kind or 'none'}")
+
+
+def body_length(headers) -> int:
+    """The body's size from Content-Length, checked against MAX_BODY (0 without one)."""
+    if headers.get("Transfer-Encoding"):
+        raise Refused(411, "send the body with a Content-Length, not in chunks")
+    text = (headers.get("Content-Length") or "0").strip()
+    if not (text.isascii() and text.isdigit()):
+        raise Refused(400, f"Content-Length {text!r} is not a number of bytes")
+    length = int(text)
+    if length > MAX_BODY:
+        raise Refused(413, f"the body is {length:,} bytes; this server reads at most {MAX_BODY:,}")
+    return length

@@ -1,0 +1,189 @@
+"""The ablation runner: arms and plans read and checked, the table's cells, the arms' plot, and scripts/ablate.py
+end to end on two tiny tic-tac-toe arms, including an ablation stopped in the middle of an arm and continued."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from azero.ablation import Arm, make_plan
+from azero.ablation.report import cell
+from azero.ablation.runner import display
+from azero.config import ConfigError
+from azero.errors import UserError
+from azero.plot import ARM_COLOURS, arms_svg, nice_ticks
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+
+# every arm: a tiny network, a few dozen positions an iteration, an evaluation against `random` each iteration
+TINY = ["--set", "selfplay.games=16", "--set", "selfplay.positions_per_iteration=64", "--set", "search.simulations=4",
+        "--set", "train.min_replay=32", "--set", "train.batch_size=32", "--set", "network.blocks=1",
+        "--set", "network.channels=8", "--set", "network.value_hidden=8", "--set", "evaluation.every=1",
+        "--set", "evaluation.games=2", "--set", "evaluation.previous_games=0", "--set", "evaluation.ladder=random",
+        "--set", "evaluation.simulations=4", "--sims", "4"]
+
+
+def plan(**changes):
+    arguments = dict(minutes=None, iterations=1, overrides=[], yardsticks=None, games=10, simulations=None)
+    arguments.update(changes)
+    arms = arguments.pop("arms", ["base:", "wide:network.channels=48"])
+    return make_plan(arguments.pop("preset", "tictactoe"), arms, arguments.pop("seeds", [0, 1]), **arguments)
+
+
+def test_arms_read_their_overrides_even_with_commas_inside_values():
+    assert Arm.parse("base:") == Arm("base", ())
+    arm = Arm.parse("gumbel:search.simulations=16, evaluation.ladder=[100, 300],search.c_init=2.0")
+    assert arm.overrides == ("search.simulations=16", "evaluation.ladder=[100, 300]", "search.c_init=2.0")
+    assert Arm.parse(arm.text()) == arm
+    for bad, message in (("base", "write NAME:KEY=VALUE"), ("a/b:search.simulations=3", "letters, digits")):
+        with pytest.raises(UserError, match=message):
+            Arm.parse(bad)
+
+
+def test_a_plan_is_checked_before_anything_runs():
+    checked = plan()
+    assert checked.yardsticks == ["judge:min_plies=0,max_plies=7", "perfect"]  # the preset's
+    assert checked.simulations == 32  # the preset's evaluation.simulations
+    assert [(arm.name, seed) for arm, seed in checked.runs()] == [("base", 0), ("wide", 0), ("base", 1), ("wide", 1)]
+    with pytest.raises(ConfigError, match="unknown key search.sims"):
+        plan(arms=["base:", "bad:search.sims=3"])
+    with pytest.raises(UserError, match="neither judge"):
+        plan(yardsticks=["grandmaster:3"])
+    with pytest.raises(UserError, match="judge: option positions"):
+        plan(yardsticks=["judge:positions=none"])
+    with pytest.raises(UserError, match="one training budget"):
+        plan(minutes=5)
+    with pytest.raises(UserError, match="names must differ"):
+        plan(arms=["base:", "base:search.simulations=3"])
+    with pytest.raises(UserError, match="no yardstick for preset 'nim'"):
+        plan(preset="nim")
+
+
+def test_a_plan_may_grow_by_arms_and_seeds_only():
+    saved = plan()
+    assert plan().extends(saved) is None
+    grown = plan(arms=["base:", "wide:network.channels=48", "deep:network.blocks=3"], seeds=[0, 1, 2])
+    assert grown.extends(saved) is None
+    assert "iterations" in plan(iterations=2).extends(saved)
+    assert "arm wide" in plan(arms=["base:", "wide:network.channels=40"]).extends(saved)
+    assert "seeds" in plan(seeds=[1]).extends(saved)
+
+
+def test_table_cells_pool_runs():
+    judged = [{"kept": 90, "positions": 100, "kept_decisive": 40, "decisive": 50},
+              {"kept": 80, "positions": 100, "kept_decisive": 30, "decisive": 50}]
+    assert cell("judge", judged[:1]).startswith("90.0% [82.6%, 94.5%]; decisive 80.0% [")
+    pooled = cell("judge", judged)
+    assert pooled.startswith("85.0% [79.4%, 89.3%]; decisive 70.0% [") and pooled.endswith("of 100")
+    matches = [{"a_wins": 6, "draws": 2, "b_wins": 2}, {"a_wins": 4, "draws": 0, "b_wins": 6}]
+    assert cell("uct:100", matches[:1]).startswith("70.0% [") and cell("uct:100", matches[:1]).endswith("(6-2-2)")
+    assert cell("uct:100", matches).endswith("(10-2-8)") and "Elo +35 [" in cell("uct:100", matches)
+    assert cell("judge", []) == "—"
+
+
+def test_arms_plot_draws_every_run_in_its_arms_colour():
+    base = [[(1.0, 0.0, -50.0, 50.0), (2.0, 100.0, 20.0, 180.0)], [(1.0, 10.0, -40.0, 60.0), (2.0, 90.0, 0.0, 180.0)]]
+    other = [[(1.5, 200.0, 100.0, 300.0), (3.0, 400.0, 250.0, 550.0)]]
+    svg = arms_svg([("base", base), ("gumbel <m=4>", other)], "c4")
+    assert svg.count("<polyline") == 3 and svg.count(f'stroke="{ARM_COLOURS[0]}" stroke-width="2"') == 2
+    assert f'stroke="{ARM_COLOURS[1]}" stroke-width="2"' in svg and "stroke-dasharray" in svg  # seed 2 is dashed
+    assert "base (2 seeds)" in svg and "gumbel &lt;m=4&gt;" in svg and svg.count("<polygon") == 2
+    with pytest.raises(UserError):
+        arms_svg([("base", [[]])], "empty")
+    assert nice_ticks(0, 63) == [0, 10, 20, 30, 40, 50, 60] and nice_ticks(-103, 1396)[:3] == [0, 200, 400]
+    assert nice_ticks(0, 0.5) == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]
+
+
+def test_a_run_stopped_part_way_continues_for_the_minutes_it_has_not_trained(tmp_path):
+    from azero.ablation import Ablation
+
+    ablation = Ablation(tmp_path / "out", plan(minutes=10, iterations=None, overrides=["run.threads=1"]))
+    arm = ablation.plan.arms[1]
+    first = ablation.train_command(arm, 1)
+    assert display(first) == (f"python scripts/train.py --game tictactoe --seed 1 --set run.threads=1 --set "
+                              f"network.channels=48 --run-dir {tmp_path / 'out' / 'wide-seed1'} --minutes 10 "
+                              "--no-progress")
+    run_dir = ablation.run_dir(arm, 1)
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.toml").write_text("[game]\nspec = \"tictactoe\"\n")
+    (run_dir / "metrics.jsonl").write_text(json.dumps({"iteration": 7, "charts/hours": 0.05}) + "\n")
+    again = display(ablation.train_command(arm, 1))
+    assert again.endswith(f"--run-dir {run_dir} --minutes 7 --no-progress") and "--set" not in again
+    assert not ablation.trained_enough(arm, 1)  # (no latest.pt: nothing was saved)
+
+
+def ablate(*args, timeout=900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPTS / "ablate.py"), *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_two_tiny_arms_make_a_table_a_plot_and_print_their_commands(tmp_path):
+    out = tmp_path / "ablation"
+    args = ["--game", "tictactoe", "--iterations", "1", "--arm", "base:", "--arm", "small:network.channels=4",
+            *TINY, "--yardstick", "judge:positions=40,min_plies=0,max_plies=6", "--yardstick", "random",
+            "--games", "4", "--out", str(out)]
+    result = ablate(*args)
+    assert result.returncode == 0, result.stderr
+    commands = [line[2:] for line in result.stdout.splitlines() if line.startswith("$ ")]
+    assert len(commands) == 6 and all(c.startswith("python ") for c in commands)
+    assert "--set network.channels=4" in commands[3] and f"--run-dir {out / 'small-seed0'}" in commands[3]
+    assert "scripts/judge.py --game tictactoe --player az:" in commands[1] and "--b random --games 4" in commands[2]
+    state = json.loads((out / "ablation.json").read_text())
+    assert [entry["command"] for entry in state["commands"]] == commands
+    for run in ("base-seed0", "small-seed0"):
+        assert state["runs"][run]["trained"] and (out / run / "latest.pt").exists()
+        judged = state["runs"][run]["results"]["judge:positions=40,min_plies=0,max_plies=6"]
+        assert judged["positions"] == 40 and 0 <= judged["kept"] <= 40
+        assert state["runs"][run]["results"]["random"]["games"] == 4
+    table = (out / "ablation.md").read_text()
+    rows = [line for line in table.splitlines() if line.startswith("| base |") or line.startswith("| small |")]
+    assert len(rows) == 2 and all(re.search(r"\d+\.\d% \[\d+\.\d%, \d+\.\d%\]", row) for row in rows)
+    assert "1 iteration per seed" in table and "![Elo against training minutes, by arm](elo.svg)" in table
+    assert commands[0] in table
+    svg = (out / "elo.svg").read_text()
+    assert svg.count("<polyline") == 2 and ">base</text>" in svg and ">small</text>" in svg
+    again = ablate("--out", str(out))  # all done: nothing runs again
+    assert again.returncode == 0 and "0 steps left" in again.stdout and "$ " not in again.stdout
+    other = ablate(*[a if a != "1" else "2" for a in args])
+    assert other.returncode == 2 and "holds another ablation (iterations is 1 there, 2 here)" in other.stderr
+
+
+def test_a_stopped_ablation_continues_with_the_arms_not_finished(tmp_path):
+    out = tmp_path / "ablation"
+    args = ["--game", "tictactoe", "--iterations", "6", "--arm", "first:", "--arm", "second:network.channels=6",
+            *TINY, "--yardstick", "judge:positions=20,min_plies=0,max_plies=6", "--out", str(out)]
+    process = subprocess.Popen([sys.executable, str(SCRIPTS / "ablate.py"), *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    second = out / "second-seed0" / "latest.pt"
+    deadline = time.monotonic() + 600
+    while not second.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)  # the ablation alone: it stops the training in progress
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 130 and "Traceback" not in stderr, stderr
+    assert f"Continue with: python scripts/ablate.py --out {out}" in stdout
+    state = json.loads((out / "ablation.json").read_text())
+    assert state["runs"]["first-seed0"]["trained"] and state["runs"]["first-seed0"]["results"]
+    assert not state["runs"]["second-seed0"]["trained"] and state["commands"][-1]["exit"] == "interrupted"
+    stopped_at = max(json.loads(line)["iteration"]
+                     for line in (out / "second-seed0" / "metrics.jsonl").read_text().splitlines())
+    assert 1 <= stopped_at < 6
+
+    resumed = ablate("--out", str(out))
+    assert resumed.returncode == 0, resumed.stderr
+    commands = [line[2:] for line in resumed.stdout.splitlines() if line.startswith("$ ")]
+    assert len(commands) == 2 and "--run-dir" in commands[0] and "--set" not in commands[0]  # its own config
+    assert "first-seed0" not in resumed.stdout  # the finished arm is not run again
+    assert f"resuming {out / 'second-seed0'} at iteration {stopped_at}" in resumed.stdout
+    records = [json.loads(line) for line in (out / "second-seed0" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in records] == list(range(1, 7))
+    table = (out / "ablation.md").read_text()
+    assert "| first | 0 | 6 |" in table and "| second | 0 | 6 |" in table and "# interrupted" in table
+    assert (out / "elo.svg").read_text().count("<polyline") == 2

@@ -1,0 +1,201 @@
+"""The exact yardsticks: Connect Four's solver (BitBully) checked against published and exhaustive values, the
+judge's positions and arithmetic, the `perfect` player, and scripts/judge.py.
+
+The Connect Four tests need the optional `bitbully` package (pip install -e '.[yardsticks]'); they skip
+without it, except in CI (the CI variable set), where .ci/run installs it and a missing package fails.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import games
+from azero.errors import UserError
+from azero.judge import judge, judge_positions
+from azero.oracle import ConnectFourOracle, ExhaustiveOracle, make_oracle
+from azero.player import Player
+from azero.players import make
+from azero.solver import Solver
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+CONNECT4 = games.make("connect4")
+TICTACTOE = games.make("tictactoe")
+
+try:
+    import bitbully  # noqa: F401
+    HAVE_BITBULLY = True
+except ImportError:
+    HAVE_BITBULLY = False
+needs_bitbully = pytest.mark.skipif(not HAVE_BITBULLY and not os.environ.get("CI"),
+                                    reason="bitbully is not installed (pip install -e '.[yardsticks]')")
+
+# Pascal Pons' solver test sets (blog.gamesolver.org, "Part 2 - Test protocol"): moves as 1-based columns
+# and the score of the player to move (positive: a win, the sooner the larger; 0: a draw; negative: a loss).
+# Two or more lines of each set: end (L3), middle (L2) and beginning (L1) of the game, easy to hard (R1-R3).
+PONS = [
+    ("2252576253462244111563365343671351441", -1), ("23163416124767223154467471272416755633", 0),  # L3 R1
+    ("5554224333234511764415115", 4), ("2737772244262123677516643354", 0),  # L2 R1
+    ("274552224131661", 0), ("555317266147361", -1),  # L2 R2
+    ("32164625", 11), ("25144", 18), ("4737", 18), ("43745416472735", -13), ("427631264721", 10),
+    ("265756512", -12),  # L1 R1
+    ("32751571231557", -3), ("75734233473735", 0), ("335662333565", -2), ("157564142155", -5),  # L1 R2
+    ("13712", 3), ("527376", 0),  # L1 R3
+]
+
+
+def play(game, moves: str):
+    state = game.initial_state(1)
+    for column in moves:
+        state = game.step(state, torch.tensor([int(column) - 1]))
+    return state
+
+
+@pytest.fixture(scope="module")
+def oracle():
+    return ConnectFourOracle()
+
+
+@needs_bitbully
+def test_connect_four_solver_scores_pons_test_positions_exactly(oracle):
+    for moves, score in PONS:
+        state = play(CONNECT4, moves)
+        assert oracle.move_scores(state).nan_to_num(nan=-99).max().item() == score, moves
+        assert oracle.values(state).item() == (score > 0) - (score < 0), moves
+
+
+@needs_bitbully
+def test_values_are_for_the_player_to_move(oracle):
+    # X (first player) holds a1 b1 c1, O holds a2 b2: O to move, and every column but d loses at once
+    o_to_move = play(CONNECT4, "11223")
+    assert int(o_to_move.to_play) == 1
+    values = oracle.move_values(o_to_move)[0]
+    assert values[[0, 1, 2, 4, 5, 6]].eq(-1).all() and values[3] > -1
+    # X a1 b1 c1, O a2 b2 c2: X to move wins in d with its fourth disc
+    x_to_move = play(CONNECT4, "112233")
+    assert oracle.move_values(x_to_move)[0, 3] == 1 and oracle.values(x_to_move).item() == 1
+    assert oracle.move_scores(x_to_move)[0, 3] == 18  # Pons' score of a win at move 7: (43 - 7) / 2
+
+
+@needs_bitbully
+def test_connect_four_solver_agrees_with_exhaustive_search_on_late_positions(oracle):
+    # every unfinished position below three late roots, solved by our own enumeration
+    roots = judge_positions(CONNECT4, 3, min_plies=31, max_plies=33, seed=5)
+    compared = 0
+    for index in range(roots.batch_size):
+        solver = Solver(CONNECT4, root=roots[torch.tensor([index])])
+        positions = solver.positions()
+        exhaustive = ExhaustiveOracle.__new__(ExhaustiveOracle)
+        exhaustive.game, exhaustive.solver = CONNECT4, solver
+        mine, theirs = exhaustive.move_values(positions), oracle.move_values(positions)
+        assert torch.equal(mine.isnan(), theirs.isnan())
+        assert torch.equal(mine.nan_to_num(nan=9), theirs.nan_to_num(nan=9))
+        compared += positions.batch_size
+    assert compared > 100
+
+
+def test_exhaustive_oracle_and_the_players_view_on_tictactoe():
+    oracle = make_oracle(TICTACTOE)
+    assert isinstance(oracle, ExhaustiveOracle)
+    start = TICTACTOE.initial_state(1)
+    assert oracle.values(start).item() == 0 and oracle.move_values(start).eq(0).all()  # every first move draws
+    state = play_cells(TICTACTOE, ["b2", "a1", "a3"])  # X b2 a3, O a1: O to move blocks c1 and draws
+    values = oracle.move_values(state)[0]
+    block = TICTACTOE.parse_action("c1")
+    others = [a for a in range(9) if a != block and not math.isnan(values[a])]
+    assert len(others) == 5 and all(values[a] == -1 for a in others) and values[block] == 0
+    assert oracle.best_actions(state)[0].nonzero().flatten().tolist() == [block]
+    finished = play_cells(TICTACTOE, ["a1", "a2", "b2", "b1", "c3"])
+    assert oracle.values(finished).isnan().all() and oracle.move_values(finished).isnan().all()
+
+
+def play_cells(game, cells):
+    state = game.initial_state(1)
+    for cell in cells:
+        state = game.step(state, torch.tensor([game.parse_action(cell)]))
+    return state
+
+
+def test_judge_positions_are_fixed_distinct_unfinished_and_in_range():
+    first = judge_positions(CONNECT4, 40, min_plies=6, max_plies=22, seed=3)
+    again = judge_positions(CONNECT4, 40, min_plies=6, max_plies=22, seed=3)
+    more = judge_positions(CONNECT4, 60, min_plies=6, max_plies=22, seed=3)
+    other = judge_positions(CONNECT4, 40, min_plies=6, max_plies=22, seed=4)
+    assert torch.equal(first.board, again.board) and torch.equal(first.board, more.board[:40])
+    assert not torch.equal(first.board, other.board)
+    assert not first.done.any()
+    assert first.move_number.min() >= 6 and first.move_number.max() <= 22
+    assert len({bytes(b.numpy().tobytes()) for b in first.board}) == 40
+    assert len(set(first.move_number.tolist())) > 5  # depths spread over the range
+    with pytest.raises(UserError, match="distinct unfinished positions"):
+        judge_positions(TICTACTOE, 100, min_plies=1, max_plies=1)  # only 9 positions after one move
+
+
+class WorstPlayer(Player):
+    """Plays a move of the lowest exact value (a value-changing move wherever there is one)."""
+
+    spec = "worst"
+
+    def __init__(self, game, oracle):
+        super().__init__(game)
+        self.oracle = oracle
+
+    def act(self, states, keys=None):
+        return self.oracle.move_values(states).nan_to_num(nan=math.inf).argmin(dim=1)
+
+
+def test_judge_counts_kept_moves_and_decisive_positions():
+    oracle = make_oracle(TICTACTOE)
+    positions = judge_positions(TICTACTOE, 200, min_plies=0, max_plies=7, seed=1)
+    perfect = judge(make("perfect", TICTACTOE), positions, oracle, min_plies=0, max_plies=7, seed=1)
+    worst = judge(WorstPlayer(TICTACTOE, oracle), positions, oracle, min_plies=0, max_plies=7, seed=1)
+    values = oracle.values(positions)
+    moves = oracle.move_values(positions)
+    decisive = int(((moves != values.unsqueeze(1)) & ~moves.isnan()).any(dim=1).sum())
+    assert perfect.positions == worst.positions == 200
+    assert perfect.kept == 200 and perfect.share == 1.0 and perfect.kept_decisive == perfect.decisive == decisive
+    assert worst.kept == 200 - decisive and worst.kept_decisive == 0  # every decisive position lost its value
+    assert (perfect.wins, perfect.draws, perfect.losses) == (int((values > 0).sum()), int((values == 0).sum()),
+                                                             int((values < 0).sum()))
+    low, high = worst.interval
+    assert low < worst.share < high and 0 < decisive < 200
+    record = worst.to_dict()
+    assert record["share"] == worst.share and record["decisive_share"] == 0.0 and len(record["share_ci95"]) == 2
+
+
+@needs_bitbully
+def test_perfect_connect_four_player_never_loses_and_keeps_every_value():
+    positions = judge_positions(CONNECT4, 60, seed=2)
+    oracle = make_oracle(CONNECT4)
+    result = judge(make("perfect", CONNECT4), positions, oracle)
+    assert result.kept == 60
+    uct = judge(make("uct:30", CONNECT4), positions, oracle)
+    assert uct.kept < 60  # a weak player does lose values on these positions
+
+
+def run(*args, timeout=600):
+    return subprocess.run([sys.executable, str(SCRIPTS / "judge.py"), *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_judge_script_reports_each_player_and_refuses_bad_input():
+    out = run("--game", "tictactoe", "--player", "perfect", "--player", "random", "--positions", "50",
+              "--min-plies", "0", "--max-plies", "6", "--json")
+    assert out.returncode == 0, out.stderr
+    perfect, random = (json.loads(line) for line in out.stdout.splitlines())
+    assert perfect["player"] == "perfect" and perfect["kept"] == 50 and perfect["share"] == 1.0
+    assert random["player"] == "random" and random["kept"] < 50 and random["positions"] == 50
+    text = run("--game", "tictactoe", "--player", "perfect", "--positions", "20", "--min-plies", "2",
+               "--max-plies", "5")
+    assert "moves that keep the value: 20/20 = 100.0%" in text.stdout
+    bad = run("--game", "gomoku:size=9", "--player", "random", "--positions", "5")
+    assert bad.returncode == 2 and "too large to solve exactly" in bad.stderr and "Traceback" not in bad.stderr
+    bad = run("--game", "tictactoe", "--player", "nobody")
+    assert bad.returncode == 2 and "unknown player 'nobody'" in bad.stderr

@@ -1,0 +1,146 @@
+"""Bounded resources: a search's memory follows its simulations and never exceeds the tree memory
+limit; requests are checked for range with the limit in the error, and the engine keeps serving."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+import torch
+
+import games
+import azero.search as search_module
+from azero.player import MAX_SECONDS
+from azero.players.flatmc import FlatMCPlayer
+from azero.protocols import analysis
+from azero.protocols.gtp import Clock, GTPEngine
+from azero.protocols.piskvork import Brain
+from azero.search import UCB1, RolloutEvaluator, search, search_with_budget
+from azero.search.memory import LIMIT_VARIABLE, TreeTooLarge, max_nodes, memory_limit
+from azero.search.tree import node_bytes
+from azero.session import Engine
+from games.random import make_keys
+
+
+def test_an_absurd_search_is_refused_before_anything_is_allocated():
+    game = games.make("gomoku", size=15)
+    roots = game.initial_state(1)
+    for run in (lambda: search(game, roots, RolloutEvaluator(game), UCB1(), 10**12, make_keys(0, 1)),
+                lambda: search_with_budget(game, roots, RolloutEvaluator(game), UCB1(), make_keys(0, 1),
+                                           simulations=10**12)):
+        with pytest.raises(TreeTooLarge, match=r"1,000,000,000,001 nodes .* the limit is .* at most [\d,]+ simulations"):
+            run()
+
+
+def test_the_limit_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv(LIMIT_VARIABLE, "2M")
+    assert memory_limit() == 2 << 20
+    game = games.make("tictactoe")
+    roots = game.initial_state(1)
+    most = max_nodes(1, node_bytes(roots, game.num_actions, False))
+    search(game, roots, RolloutEvaluator(game), UCB1(), most - 1, make_keys(0, 1))  # fits
+    with pytest.raises(TreeTooLarge, match=f"the limit is 2.0 MB, at most {most - 1:,} simulations"):
+        search(game, roots, RolloutEvaluator(game), UCB1(), most, make_keys(0, 1))
+    monkeypatch.setenv(LIMIT_VARIABLE, "lots")
+    with pytest.raises(ValueError, match="AZERO_TREE_MEMORY='lots' is not a size"):
+        memory_limit()
+
+
+def test_a_big_search_grows_its_tree_with_its_simulations_and_searches_the_same(monkeypatch):
+    game = games.make("tictactoe")
+    roots = game.initial_state(3)
+    keys = make_keys(5, 3)
+    whole = search(game, roots, RolloutEvaluator(game), UCB1(), 1500, keys)
+    assert whole.capacity == 1501
+    monkeypatch.setattr(search_module, "INITIAL_TREE_BYTES", 1)  # start at MIN_NODES, then double
+    used_at_growth = []
+
+    def grow(tree, capacity):
+        used_at_growth.append((int(tree.next_node.max()), tree.capacity))
+        return search_module.tree.grow(tree, capacity)
+
+    monkeypatch.setattr(search_module, "grow", grow)
+    grown = search(game, roots, RolloutEvaluator(game), UCB1(), 1500, keys, extra_capacity=10)
+    assert grown.capacity == 1511
+    assert [capacity for _, capacity in used_at_growth[:5]] == [64, 128, 256, 512, 1024]
+    assert all(used > capacity - 64 for used, capacity in used_at_growth[:-1])  # grown only when (nearly) full
+    assert torch.equal(grown.root_visits(), whole.root_visits())
+    used = int(whole.next_node.max())
+    assert torch.equal(grown.child_value_sum[:, :used], whole.child_value_sum[:, :used])
+    assert torch.equal(grown.next_node, whole.next_node)
+
+
+def test_a_search_bounded_by_time_stops_growing_at_the_memory_limit(monkeypatch):
+    game = games.make("tictactoe")
+    roots = game.initial_state(1)
+    monkeypatch.setenv(LIMIT_VARIABLE, "64K")
+    most = max_nodes(1, node_bytes(roots, game.num_actions, False))
+    tree = search_with_budget(game, roots, RolloutEvaluator(game), UCB1(), make_keys(0, 1), seconds=3.0)
+    assert tree.capacity <= most and int(tree.root_visits().sum()) >= most - 64
+
+
+def test_flat_monte_carlo_counts_the_same_in_chunks_of_any_size():
+    game = games.make("connect4", rows=4, columns=5)
+    states = game.initial_state(2)
+    keys = make_keys(3, 2)
+    one = FlatMCPlayer(game, 203, chunk=65536).analyse(states, keys)
+    many = FlatMCPlayer(game, 203, chunk=7).analyse(states, keys)
+    assert torch.equal(one.visits, many.visits) and torch.allclose(one.q, many.q)
+    assert one.visits.sum(dim=1).tolist() == [203.0, 203.0]
+
+
+def ask(engine: Engine, *requests) -> list[dict]:
+    sink = io.StringIO()
+    analysis.serve(engine, io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), sink)
+    return [json.loads(line) for line in sink.getvalue().splitlines()]
+
+
+def test_the_analysis_engine_answers_an_absurd_budget_with_its_limit_and_keeps_serving():
+    game = games.make("gomoku", size=9)
+    replies = ask(Engine(game, "uct:50"), {"id": 5, "simulations": 1e12}, {"id": 6, "seconds": 1e9},
+                  {"id": 7, "simulations": 2.5}, {"id": 8, "simulations": 20})
+    assert replies[0] == {"id": 5, "error": "simulations=1000000000000 is out of range; allowed: a whole number "
+                                            "1..100,000,000"}
+    assert replies[1]["error"] == f"seconds=1000000000.0 is out of range; allowed: above 0 and at most {MAX_SECONDS:g}"
+    assert "out of range" in replies[2]["error"]
+    assert replies[3]["id"] == 8 and replies[3]["visits"] == 20
+
+
+def test_the_analysis_engine_survives_json_nested_too_deeply():
+    sink = io.StringIO()
+    analysis.serve(Engine(games.make("tictactoe"), "random"), io.StringIO("[" * 100_000 + "\n" + '{"id": 1}\n'), sink)
+    first, second = (json.loads(line) for line in sink.getvalue().splitlines())
+    assert "nested too deeply" in first["error"] and second["id"] == 1 and "best_move" in second
+
+
+def test_player_budgets_are_limited_where_they_are_read():
+    game = games.make("tictactoe")
+    for spec, word in (("uct:1000000000000", "iterations"), ("flatmc:1000000000000", "rollouts"),
+                       ("az:x.pt:sims=1000000000000", "option sims")):
+        with pytest.raises(ValueError, match=f"{word}=1000000000000 is out of range; allowed: 1..100,000,000"):
+            Engine(game, spec)
+    with pytest.raises(ValueError, match="simulations=1000000000000 is out of range"):
+        Engine(game, "uct:10", simulations=10**12)
+
+
+def test_gtp_time_settings_are_checked_and_a_move_never_thinks_past_the_limit():
+    lines = []
+    engine = GTPEngine(games.make("go", size=5), lambda game: Engine(game, "random"), write=lines.append)
+    for command in ("time_settings nan 0 0", "time_settings inf 0 0", "time_settings -5 0 0",
+                    "time_left b 1e400 0", "time_left w 10 -1"):
+        lines.clear()
+        engine.handle(command)
+        assert lines[0].startswith("? syntax error") and "out of range" in lines[0], (command, lines)
+    lines.clear()
+    engine.handle("genmove b")
+    assert lines[0].startswith("= ")
+    clock = Clock(main_time=366 * 24 * 3600.0)
+    assert clock.seconds(0, 1) == MAX_SECONDS
+
+
+def test_a_piskvork_turn_never_thinks_past_the_limit():
+    brain = Brain(lambda game: Engine(game, "random"), write=lambda text: None)
+    brain.handle("START 10")
+    brain.handle("INFO timeout_turn 99999999999")
+    assert brain._budget() == MAX_SECONDS

@@ -1,0 +1,202 @@
+"""The browser board answers its own page only: other hosts (DNS rebinding), other origins, other
+content types and oversized bodies are refused with a JSON error, and the server keeps serving.
+The cross-origin attacks run in a real browser (Debian's headless Chromium, driven by Playwright)."""
+
+from __future__ import annotations
+
+import http.client
+import http.server
+import json
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import games
+from azero.session import Engine
+from azero.web.guard import MAX_BODY
+from azero.web.server import Gui, start_server
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture
+def board():
+    game = games.make("gomoku", size=7, k=4)
+    gui = Gui(game, Engine(game, "random"), human=0)
+    server = start_server(gui, 0)
+    yield gui, server.server_address[1]
+    gui.close()
+    server.shutdown()
+
+
+def request(port: int, method: str, path: str, body: bytes | None = None, headers: dict | None = None):
+    """(status, JSON answer) of one raw request; headers as given (Host too)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for key, value in (headers or {}).items():
+            connection.putheader(key, value)
+        connection.endheaders(body)
+        reply = connection.getresponse()
+        return reply.status, json.loads(reply.read() or b"null")
+    finally:
+        connection.close()
+
+
+def own(port: int, **extra) -> dict:
+    return {"Host": f"127.0.0.1:{port}", **extra}
+
+
+def test_the_board_refuses_other_hosts_origins_content_types_and_big_bodies(board):
+    gui, port = board
+    move = json.dumps({"action": 24}).encode()
+    json_type = {"Content-Type": "application/json"}
+    refusals = [
+        ("GET", "/api/state", None, {"Host": f"evil.example:{port}"}, 403, "answers requests for 127.0.0.1"),
+        ("GET", "/", None, {"Host": "127.0.0.1:1"}, 403, "answers requests for"),
+        ("GET", "/api/state", None, {}, 403, "without Host"),
+        ("POST", "/api/move", move, own(port, Origin="http://evil.example", **json_type), 403, "may not change"),
+        ("POST", "/api/move", move, own(port, Origin="null", **json_type), 403, "may not change"),
+        ("POST", "/api/move", move, own(port, **{"Sec-Fetch-Site": "cross-site"}, **json_type), 403, "cross-site"),
+        ("POST", "/api/move", move, own(port, **{"Content-Type": "text/plain"}), 415, "application/json"),
+        ("POST", "/api/move", move, own(port), 415, "application/json"),
+        ("POST", "/api/move", b"x", own(port, **json_type, **{"Content-Length": str(MAX_BODY + 1)}), 413, "at most"),
+        ("POST", "/api/move", b"", own(port, **json_type, **{"Content-Length": "-1"}), 400, "not a number"),
+        ("POST", "/api/move", b"", own(port, **json_type, **{"Transfer-Encoding": "chunked"}), 411, "Content-Length"),
+        ("PUT", "/api/move", b"", own(port), 501, "Unsupported method"),
+        ("POST", "/api/new", b'{"game": 5}', own(port, **json_type), 400, "game must be a game spec"),
+        ("POST", "/api/new", b'{"simulations": 1000000000000}', own(port, **json_type), 400,
+         "simulations a move on this board (the search tree's memory)"),
+    ]
+    for method, path, body, headers, status, words in refusals:
+        headers = dict(headers)
+        if body is not None and "Content-Length" not in headers and "Transfer-Encoding" not in headers:
+            headers["Content-Length"] = str(len(body))
+        code, answer = request(port, method, path, body, headers)
+        assert (code, words in answer["error"]) == (status, True), (method, path, headers, code, answer)
+    assert gui.session.actions == [] and gui.engine.simulations is None
+    # the page's own requests, and a program's without Origin, still work
+    headers = own(port, Origin=f"http://127.0.0.1:{port}", **{"Sec-Fetch-Site": "same-origin"}, **json_type)
+    code, answer = request(port, "POST", "/api/move", move, {**headers, "Content-Length": str(len(move))})
+    assert code == 200 and answer["moves"][0] == "d4"
+    code, answer = request(port, "GET", "/api/state", None, {"Host": f"localhost:{port}"})
+    assert code == 200 and answer["moves"][0] == "d4"
+
+
+# -- real cross-origin requests from a second page, in Chromium ---------------------------------------
+
+ATTACK = """<!doctype html><html><body><form id="form" method="POST" enctype="text/plain">
+<input name='{"action": 10, "x": "' value='"}'></form><script>
+async function attack(board) {
+  const tries = [
+    () => fetch(board + "/api/move", {method: "POST", mode: "no-cors", body: '{"action": 8}'}),
+    () => fetch(board + "/api/move", {method: "POST", mode: "no-cors", headers: {"Content-Type": "text/plain"},
+                                      body: '{"action": 9}'}),
+    () => fetch(board + "/api/undo", {method: "POST", headers: {"Content-Type": "application/json"}, body: "{}"}),
+    () => fetch(board + "/api/state").then(r => r.text()),
+  ];
+  const results = [];
+  for (const attempt of tries) {
+    try { results.push(String(await attempt())); } catch (error) { results.push("blocked: " + error); }
+  }
+  return results;
+}
+</script></body></html>"""
+
+
+def serve_attack_page() -> http.server.ThreadingHTTPServer:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, format, *args):
+            pass
+
+        def do_GET(self):
+            body = ATTACK.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture
+def browser():
+    if not Path(CHROMIUM).exists() and not os.environ.get("CI"):
+        pytest.skip("Chromium is not installed (CI installs Debian's chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api") if not os.environ.get("CI") else __import__(
+        "playwright.sync_api", fromlist=["sync_playwright"])
+    with sync_api.sync_playwright() as p:
+        # rebind.example resolves to this machine, as a DNS-rebinding attacker's name would
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=[*FLAGS, "--host-resolver-rules=MAP rebind.example 127.0.0.1"])
+        yield browser
+        browser.close()
+
+
+def test_another_page_in_the_browser_cannot_drive_or_read_the_board(board, browser):
+    gui, port = board
+    gui.move(24)  # a position to undo, should the attack get through
+    deadline = time.monotonic() + 60
+    while len(gui.session.actions) < 2 and time.monotonic() < deadline:  # the engine's reply
+        time.sleep(0.05)
+    before = (list(gui.session.actions), gui.generation)
+    attacker = serve_attack_page()
+    try:
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{attacker.server_address[1]}/")  # another origin: another port
+        results = page.evaluate(f"attack('http://127.0.0.1:{port}')")
+        assert results[2].startswith("blocked") and results[3].startswith("blocked"), results
+        page.evaluate(f"document.getElementById('form').action = 'http://127.0.0.1:{port}/api/move'")
+        with page.expect_navigation():
+            page.evaluate("document.getElementById('form').submit()")
+        assert "may not change the board" in page.content()
+        # DNS rebinding: the attacker's own name now points here; the board answers nothing to it
+        page.goto(f"http://rebind.example:{port}/")
+        assert "answers requests for 127.0.0.1" in page.content()
+        text = page.evaluate("fetch('/api/state').then(r => r.status + ' ' + r.statusText)")
+        assert text.startswith("403")
+    finally:
+        attacker.shutdown()
+    assert (gui.session.actions[: len(before[0])], gui.generation) == before
+    # the board's own page still plays
+    page = browser.new_page()
+    page.goto(f"http://127.0.0.1:{port}/")
+    page.wait_for_function("document.querySelectorAll('#board .stone').length === 2", timeout=60_000)
+    free = gui.session.legal()[0]
+    page.locator(f'#board .cell[data-index="{free}"]').click()
+    page.wait_for_function("document.querySelectorAll('#board .stone').length === 4", timeout=60_000)
+    assert gui.session.actions[2] == free
+
+
+def test_a_client_that_stalls_mid_request_is_dropped(monkeypatch):
+    import socket
+
+    from azero.web import guard
+
+    monkeypatch.setattr(guard, "READ_SECONDS", 1.0)
+    game = games.make("gomoku", size=7, k=4)
+    gui = Gui(game, Engine(game, "random"), human=0)
+    server = start_server(gui, 0)
+    port = server.server_address[1]
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=15) as connection:
+            connection.sendall(f"POST /api/move HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json"
+                               "\r\nContent-Length: 100\r\n\r\n{\"act".encode())
+            started = time.monotonic()
+            while connection.recv(65536):  # the server gives up on the body and closes
+                pass
+            assert time.monotonic() - started < 10
+        code, answer = request(port, "GET", "/api/state", None, own(port))
+        assert code == 200 and answer["moves"] == []
+    finally:
+        gui.close()
+        server.shutdown()
