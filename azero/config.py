@@ -106,6 +106,9 @@ class TrainConfig:
     score_weight: float = _f(0.02, "weight of the score distribution loss (network.score; KataGo 0.02)", low=0)
     opponent_policy_weight: float = _f(0.15, "weight of the opponent-reply policy loss (network.opponent_policy; "
                                        "KataGo 0.15)", low=0)
+    mixed_precision: str = _f("auto", "autocast of the training steps: auto = bfloat16 on a GPU that has it, "
+                              "else float16 (with loss scaling) on a GPU, off on a CPU; bfloat16 also runs "
+                              "on a CPU", choices=("auto", "off", "bfloat16", "float16"))
 
 
 @dataclass

@@ -13,6 +13,10 @@ A run lives in one folder:
 Everything is written at the end of an iteration, atomically, so stopping at
 any moment (Ctrl-C, kill, power cut) loses at most the iteration in progress;
 starting again with the same folder continues exactly where it stopped.
+
+The run is the learner; its samples come from a source: self-play in this process
+(LocalSelfPlay, below) or on Ray actors (azero/distributed/source.py's RaySelfPlay, with
+`train(..., source=...)`). The folder is the same either way, and either resumes the other.
 """
 
 from __future__ import annotations
@@ -40,8 +44,8 @@ from .evaluation import LadderEvaluator
 from .faults import fault
 from .network import PolicyValueNet, precision_problem
 from .replay import ReplayBuffer, prune, restore, save_chunk
-from .selfplay import SelfPlay
-from .trainer import Trainer
+from .selfplay import Samples, SelfPlay
+from .trainer import Trainer, autocast_dtype
 
 REPO = Path(__file__).resolve().parent.parent  # the source checkout, when azero runs from one
 
@@ -105,11 +109,21 @@ def open_run(config: Config | None, run_dir: Path | None, command: list[str]) ->
         raise UserError("no config to start a new run with")
     game = games.make_from_spec(config.game.spec)  # fail before creating anything
     config.network.validate(game)
+    if not config.run.device.startswith("cuda"):
+        autocast_dtype(config.train.mixed_precision, config.run.device)
     run_dir = run_dir or new_run_dir(game.name)
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run_dir / "config.toml", config.to_toml())
     write_provenance(run_dir, command)
     return config, run_dir, False
+
+
+def ladder_evaluator(game, config: Config, device: str) -> LadderEvaluator:
+    """The run's evaluation ladder, searching as its self-play does (Run's, and the Ray evaluator actor's)."""
+    search = config.search
+    return LadderEvaluator(game, config.evaluation, seed=config.run.seed, device=device, precision=search.precision,
+                           search_options=dict(algorithm=search.algorithm, considered_actions=search.considered_actions,
+                                               c_visit=search.c_visit, c_scale=search.c_scale))
 
 
 def _temporary(path: Path) -> bool:
@@ -138,16 +152,14 @@ class Run:
         self.buffer = ReplayBuffer(self.game, config.replay.capacity)
         self.selfplay = SelfPlay(self.game, self.net, config.search, config.selfplay, device=device,
                                  seed=config.run.seed)
-        search = config.search
-        self.evaluator = LadderEvaluator(self.game, config.evaluation, seed=config.run.seed, device=device,
-                                         precision=search.precision, search_options=dict(
-                                             algorithm=search.algorithm, considered_actions=search.considered_actions,
-                                             c_visit=search.c_visit, c_scale=search.c_scale))
+        self.evaluator = ladder_evaluator(self.game, config, device)
         self.sample_generator = torch.Generator().manual_seed(config.run.seed)
         self.iteration = 0
         self.saved_iteration = 0  # the iteration latest.pt holds
         self.positions = 0
         self.elapsed = 0.0  # seconds of training over all sessions
+        self.evaluation_pause = 0.0  # seconds the last iteration waited for its evaluation
+        self.source = LocalSelfPlay(self)  # where samples come from; use_source() puts another
         (run_dir / "replay").mkdir(exist_ok=True)
         (run_dir / "checkpoints").mkdir(exist_ok=True)
         self._restore()
@@ -156,6 +168,11 @@ class Run:
         self.writer = SummaryWriter(str(run_dir / "tb"), purge_step=self.iteration + 1)
         if self.iteration == 0:
             self.writer.add_text("config", "```\n" + config.to_toml() + "\n```", 0)
+
+    def use_source(self, source) -> None:
+        """Take samples (and evaluations) from `source` instead of this process's self-play."""
+        self.source.close()
+        self.source = source
 
     # -- persistence ----------------------------------------------------------------------------
     def _restore(self) -> None:
@@ -234,26 +251,26 @@ class Run:
 
     # -- one iteration ----------------------------------------------------------------------------
     def iteration_step(self, *, last: bool) -> dict:
+        """Collect an iteration's samples from the run's source, train on them, publish the new
+        weights, evaluate when due, log and save."""
         config = self.config
         started = time.perf_counter()
         iteration = self.iteration + 1
-        self.selfplay.reset_trees()
-        samples, stats = self.selfplay.run(config.selfplay.positions_per_iteration, progress=self.progress)
+        samples, record = self.source.collect(config.selfplay.positions_per_iteration)
         self.buffer.add(samples)
         save_chunk(self.dir / "replay", iteration, samples)
-        record: dict = {"iteration": iteration}
-        record.update(stats.summary())
+        record = {"iteration": iteration, **record}
         if len(self.buffer) >= config.train.min_replay:
             steps = self.trainer.steps_for(len(samples))
             record.update(self.trainer.train(self.buffer, steps, self.sample_generator,
                                              augment=config.replay.augment, progress=self.progress))
         record["charts/learning_rate"] = self.trainer.learning_rate
         self.trainer.end_iteration()
+        self.source.publish(iteration)
         every = config.evaluation.every
-        if (every and iteration % every == 0) or last:
-            evaluation_started = time.perf_counter()
-            record.update(self.evaluator.evaluate(self.net, iteration, progress=self.progress))
-            record["charts/evaluation_seconds"] = time.perf_counter() - evaluation_started
+        evaluation_started = time.perf_counter()
+        record.update(self.source.evaluate(iteration, due=bool(every and iteration % every == 0) or last, last=last))
+        self.evaluation_pause = time.perf_counter() - evaluation_started
         self.positions += len(samples)
         self.elapsed += time.perf_counter() - started
         record.update({
@@ -271,13 +288,52 @@ class Run:
         return record
 
 
+class LocalSelfPlay:
+    """The run's samples from self-play in this process (the run's SelfPlay, between training
+    steps) and its evaluation in line; azero/distributed/ holds the other source, actors on Ray.
+
+    A source has collect(positions) -> (Samples, record of self-play metrics), publish(iteration)
+    (the network has new weights), evaluate(iteration, due, last) -> evaluation metrics, close().
+    """
+
+    def __init__(self, run: Run):
+        self.run = run
+
+    def collect(self, positions: int) -> tuple[Samples, dict]:
+        run = self.run
+        run.selfplay.reset_trees()
+        samples, stats = run.selfplay.run(positions, progress=run.progress)
+        return samples, {**stats.summary(), "charts/weights_staleness": 0.0}
+
+    def publish(self, iteration: int) -> None:
+        """Nothing to send: self-play reads the network itself."""
+
+    def evaluate(self, iteration: int, *, due: bool, last: bool) -> dict:
+        if not due:
+            return {}
+        run = self.run
+        started = time.perf_counter()
+        record = run.evaluator.evaluate(run.net, iteration, progress=run.progress)
+        record["eval/network_iteration"] = iteration
+        record["charts/evaluation_seconds"] = time.perf_counter() - started
+        return record
+
+    def close(self) -> None:
+        pass
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
 def train(config: Config | None, run_dir: Path | None, *, minutes: float | None = None,
-          iterations: int | None = None, progress: bool = True, command: list[str] | None = None, log=print) -> Path:
-    """Run (or resume) training until the budget ends or the user interrupts; returns the run folder."""
+          iterations: int | None = None, progress: bool = True, command: list[str] | None = None, log=print,
+          source=None) -> Path:
+    """Run (or resume) training until the budget ends or the user interrupts; returns the run folder.
+
+    `source(run)`, when given, builds the run's source of samples (azero/distributed/'s actors);
+    by default self-play runs in this process.
+    """
     config, run_dir, resuming = open_run(config, run_dir, command or sys.argv)
     run = Run(config, run_dir, progress=progress, log=log)
     if resuming:
@@ -288,6 +344,8 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
     session_start = time.monotonic()
     last_duration = 0.0  # of the last iteration, without its evaluation
     try:
+        if source is not None:
+            run.use_source(source(run))
         while iterations is None or run.iteration < iterations:
             spent = time.monotonic() - session_start
             if minutes is not None and spent >= minutes * 60:
@@ -299,7 +357,7 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
             record = run.iteration_step(last=last)
             # An evaluation makes its iteration long; counting it would make every later
             # iteration look like the last one, and each would evaluate again.
-            last_duration = time.monotonic() - began - record.get("charts/evaluation_seconds", 0.0)
+            last_duration = time.monotonic() - began - run.evaluation_pause
             log(_summary_line(record))
     except KeyboardInterrupt:
         log(f"stopped; {run_dir} holds iteration {run.saved_iteration}. Continue with: "
@@ -311,6 +369,7 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
                         f"python scripts/train.py --run-dir {run_dir}") from None
     finally:
         signal.signal(signal.SIGTERM, previous)
+        run.source.close()
         run.writer.close()
     return run_dir
 

@@ -5,6 +5,9 @@ and KataGo's auxiliary terms for the heads the network has (see `losses`).
     losses = trainer.train(buffer, steps, generator, augment=True)   # mean losses of the steps
     trainer.end_iteration()                                           # advances the schedule
 
+On a GPU the forward pass and losses run under autocast (train.mixed_precision: bfloat16
+where the GPU has it, else float16 with loss scaling); on a CPU in float32 unless asked.
+
 A loss that is not finite stops training with TrainingDiverged before the
 optimizer step, so the last good checkpoint on disk stays the last good one.
 """
@@ -110,9 +113,24 @@ def losses(net: PolicyValueNet, batch: Samples, config: TrainConfig | None = Non
     return {"total": total, **terms, "policy_entropy": entropy, "policy_kl": policy_loss - target_entropy}
 
 
+def autocast_dtype(mixed_precision: str, device: torch.device | str) -> torch.dtype | None:
+    """The autocast dtype of training steps on `device` (None: float32 throughout)."""
+    device = torch.device(device)
+    if mixed_precision == "auto":
+        if device.type != "cuda":
+            return None
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if mixed_precision == "float16" and device.type != "cuda":
+        raise UserError("train.mixed_precision=float16 runs on a GPU only; use bfloat16 or off on a CPU")
+    return {"off": None, "bfloat16": torch.bfloat16, "float16": torch.float16}[mixed_precision]
+
+
 class Trainer:
     def __init__(self, net: PolicyValueNet, config: TrainConfig, device="cpu"):
         self.net, self.config, self.device = net, config, torch.device(device)
+        self.autocast = autocast_dtype(config.mixed_precision, self.device)
+        # float16 gradients underflow without loss scaling; bfloat16 has float32's range
+        self.scaler = torch.amp.GradScaler(self.device.type) if self.autocast == torch.float16 else None
         if config.optimizer == "sgd":
             self.optimizer = torch.optim.SGD(net.parameters(), lr=config.learning_rate, momentum=config.momentum,
                                              weight_decay=config.weight_decay)
@@ -142,17 +160,27 @@ class Trainer:
         start = time.perf_counter()
         for _ in tqdm(range(steps), desc="train", unit="step", disable=not progress, leave=False):
             batch = buffer.sample(self.config.batch_size, generator, augment).map(lambda t: t.to(self.device))
-            terms = losses(self.net, batch, self.config)
+            with torch.autocast(self.device.type, dtype=self.autocast or torch.float32,
+                                enabled=self.autocast is not None):
+                terms = losses(self.net, batch, self.config)
             if not torch.isfinite(terms["total"]):
                 raise TrainingDiverged(
                     f"training diverged at step {self.steps}: loss is {float(terms['total'])}; "
                     "the last good checkpoint is kept (try a lower train.learning_rate)"
                 )
             self.optimizer.zero_grad(set_to_none=True)
-            terms["total"].backward()
+            if self.scaler is not None:
+                self.scaler.scale(terms["total"]).backward()
+                self.scaler.unscale_(self.optimizer)
+            else:
+                terms["total"].backward()
             if self.config.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(self.net.parameters(), self.config.grad_clip)
-            self.optimizer.step()
+            if self.scaler is not None:
+                self.scaler.step(self.optimizer)  # skips a step whose gradients overflowed
+                self.scaler.update()
+            else:
+                self.optimizer.step()
             self.steps += 1
             for key, value in terms.items():
                 sums[key] = sums.get(key, 0.0) + float(value.detach())
@@ -167,10 +195,15 @@ class Trainer:
         self._set_lr()
 
     def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict(), "iteration": self.iteration, "steps": self.steps}
+        data = {"optimizer": self.optimizer.state_dict(), "iteration": self.iteration, "steps": self.steps}
+        if self.scaler is not None:
+            data["scaler"] = self.scaler.state_dict()
+        return data
 
     def load_state_dict(self, data: dict) -> None:
         self.optimizer.load_state_dict(data["optimizer"])
+        if self.scaler is not None and "scaler" in data:
+            self.scaler.load_state_dict(data["scaler"])
         self.iteration = int(data["iteration"])
         self.steps = int(data["steps"])
         self._set_lr()

@@ -25,6 +25,14 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("azero", "games")
 
 
+def test_training_without_ray_loads_no_ray_code():
+    code = "import sys, azero.loop, azero.cli.train; print(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    loaded = out.stdout.split()
+    assert "azero.loop" in loaded
+    assert [m for m in loaded if m == "ray" or m.startswith(("ray.", "azero.distributed"))] == []
+
+
 def test_self_play_loads_no_player_protocol_or_web_code():
     code = "import sys, azero.selfplay; print(' '.join(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
@@ -159,7 +167,8 @@ LAYERS = (
     ("azero.cli", 7),
     ("azero.protocols.gtp_client", 4), ("azero.protocols.gtp_text", 4),
     ("azero.protocols", 6), ("azero.web", 6),
-    ("azero.session", 5), ("azero.sgf", 5), ("azero.loop", 5), ("azero.bench", 5), ("azero.ablation", 5),
+    ("azero.session", 5), ("azero.sgf", 5), ("azero.loop", 5), ("azero.bench", 5), ("azero.distributed", 5),
+    ("azero.ablation", 5),
     ("azero.player", 4), ("azero.players", 4), ("azero.arena", 4), ("azero.evaluation", 4),
     ("azero.search.network_search", 3), ("azero.selfplay", 3), ("azero.replay", 3), ("azero.trainer", 3),
     ("azero.network", 2), ("azero.checkpoint", 2), ("azero.config", 2),
@@ -185,6 +194,7 @@ def test_no_module_imports_a_higher_layer():
                     if layer(other) > layer(name) and not name.startswith(other + "."))
     assert not upward, "imports against docs/ARCHITECTURE.md's layers: " + "; ".join(upward)
     assert layer("azero.protocols.gtp") == 6 and layer("azero.search.tree") == 1  # (the table reads as meant)
+    assert layer("azero.distributed.source") == 5
 
 
 # -- the player registry ------------------------------------------------------------------------------

@@ -277,7 +277,7 @@ def test_configs_layer_presets_and_overrides_and_name_bad_keys():
     config = load_config(game="tictactoe", overrides=["search.simulations=50", "evaluation.ladder=[10, 20]"])
     assert config.game.spec == "tictactoe" and config.search.simulations == 50
     assert config.evaluation.ladder == [10, 20] and config.network.blocks == 2
-    with pytest.raises(ConfigError, match="unknown key search.sims; valid keys of \\[search\\]: simulations"):
+    with pytest.raises(ConfigError, match="unknown key search.sims; valid keys of \\[search\\]: algorithm, simulations"):
         load_config(game="tictactoe", overrides=["search.sims=3"])
     with pytest.raises(ConfigError, match="unknown section \\[serch\\]"):
         load_config(game="tictactoe", overrides=["serch.simulations=3"])
@@ -443,3 +443,31 @@ def test_calibration_positions_cover_every_depth_and_never_a_finished_game():
     stones = planes[:, :2].sum(dim=(1, 2, 3))  # both players' stones
     assert stones.min() == 0 and stones.max() == game.num_actions // 2
     assert torch.equal(planes, calibration_positions(game, count=40)), "a fixed seed: the same positions"
+
+
+def test_bfloat16_autocast_training_follows_float32_and_float16_needs_a_gpu():
+    """train.mixed_precision: the same steps under bfloat16 autocast stay close to float32's losses
+    and keep float32 weights; auto is float32 on a CPU; float16 on a CPU is refused."""
+    from azero.trainer import Trainer, autocast_dtype
+
+    config = load_config(game="tictactoe", overrides=["train.batch_size=64"])
+    buffer = ReplayBuffer(TTT, 1024)
+    generator = torch.Generator().manual_seed(0)
+    n = 512
+    planes = (torch.rand(n, TTT.num_planes, 3, 3, generator=generator) < 0.3).to(torch.uint8)
+    policy = torch.softmax(torch.randn(n, 9, generator=generator), dim=1)
+    buffer.add(Samples(planes, policy, torch.ones(n, 9, dtype=torch.bool), torch.rand(n, generator=generator) * 2 - 1))
+    results = {}
+    for mode in ("off", "bfloat16"):
+        torch.manual_seed(0)
+        net = PolicyValueNet(config.network, TTT).eval()
+        config.train.mixed_precision = mode
+        trainer = Trainer(net, config.train)
+        results[mode] = [trainer.train(buffer, 10, torch.Generator().manual_seed(1), progress=False)["losses/total"]
+                         for _ in range(3)]
+        assert all(p.dtype == torch.float32 for p in net.parameters())
+    assert results["bfloat16"][-1] < results["bfloat16"][0]
+    assert all(abs(a - b) < 0.05 * a for a, b in zip(results["off"], results["bfloat16"]))
+    assert autocast_dtype("auto", "cpu") is None and autocast_dtype("bfloat16", "cpu") == torch.bfloat16
+    with pytest.raises(UserError, match="float16 runs on a GPU only"):
+        autocast_dtype("float16", "cpu")

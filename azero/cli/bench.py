@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import torch
 
 from ..errors import cli_entry
+
+RAY_GROUPS = ("ray", "ray_scaling")  # azero/distributed/bench.py
 
 
 @cli_entry
@@ -20,12 +23,28 @@ def main(argv=None) -> int:
         "Ratios of ours over the plain-Python baselines are measured in the same run.",
     )
     parser.add_argument("--only", action="append", metavar="GROUP",
-                        help=f"run only this group (repeatable): {', '.join(bench.GROUPS)}")
+                        help=f"run only this group (repeatable): {', '.join(bench.GROUPS)}; and, with Ray "
+                        f"installed, {', '.join(RAY_GROUPS)} (only when named: they start a local Ray instance)")
     parser.add_argument("--seconds", type=float, default=2.0, help="minimum length of each timed repeat (default 2)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per figure; the median is reported (default 3)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
+    parser.add_argument("--plot", metavar="SVG", help="with ray_scaling: draw positions/s against actors to this file")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(json.dumps(bench.run(args.only, args.seconds, args.repeats), indent=2))
+    ray_groups = [g for g in args.only or [] if g in RAY_GROUPS]
+    out = bench.run([g for g in args.only if g not in RAY_GROUPS] if args.only else None, args.seconds,
+                    args.repeats) if not args.only or len(ray_groups) < len(args.only) else {}
+    if ray_groups:
+        from ..distributed import bench as ray_bench
+        from ..distributed.cluster import disconnect
+
+        try:
+            for group in ray_groups:
+                out[group] = ray_bench.GROUPS[group](args.seconds, args.repeats)
+        finally:
+            disconnect()
+        if args.plot and "ray_scaling" in out:
+            Path(args.plot).write_text(ray_bench.scaling_svg(out["ray_scaling"]))
+    print(json.dumps(out, indent=2))
     return 0

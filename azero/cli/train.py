@@ -22,7 +22,9 @@ def main(argv=None) -> int:
         "Stop with Ctrl-C at any time; run again with --run-dir to continue.",
         epilog="Examples: train.py --game gomoku | train.py --game tictactoe --minutes 5 | "
         "train.py --game gomoku --set search.simulations=128 --set network.blocks=6 | "
-        "train.py --run-dir runs/gomoku-20261122-150000 (resume). "
+        "train.py --run-dir runs/gomoku-20261122-150000 (resume) | "
+        "train.py --game gomoku --ray (self-play on Ray actors) | "
+        "train.py --game gomoku --ray-address auto --actors 32 (on a Ray cluster). "
         "See every config key with --help-config.",
     )
     parser.add_argument("--game", help="game whose preset to use (azero/configs/GAME.toml), e.g. gomoku, gomoku15, tictactoe")
@@ -38,6 +40,15 @@ def main(argv=None) -> int:
     parser.add_argument("--device", help="torch device, cpu or cuda (overrides run.device)")
     parser.add_argument("--seed", type=int, help="random seed (overrides run.seed)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (log lines only)")
+    ray = parser.add_argument_group("Ray (pip install -e '.[ray]')", "self-play on actors, evaluation on an actor, "
+                                    "the learner in this process; a run resumes with or without Ray")
+    ray.add_argument("--ray", action="store_true", help="start a local Ray instance and play self-play on its actors")
+    ray.add_argument("--ray-address", metavar="ADDRESS", help="join a Ray cluster instead (implies --ray): auto for "
+                     "the cluster this machine joined with `ray start`, or HOST:PORT of its head node")
+    ray.add_argument("--actors", type=int, metavar="N", help="self-play actors (default: one per core of the "
+                     "cluster, less one for the learner)")
+    ray.add_argument("--actor-device", choices=("cpu", "cuda"), default=None,
+                     help="the actors' torch device (default cpu); cuda gives each an equal share of the GPUs")
     parser.add_argument("--help-config", action="store_true", help="list every config key with its default and exit")
     args = parser.parse_args(argv)
     if args.help_config:
@@ -47,6 +58,11 @@ def main(argv=None) -> int:
         parser.error("--minutes must be positive")
     if args.iterations is not None and args.iterations < 1:
         parser.error("--iterations must be at least 1")
+    use_ray = args.ray or args.ray_address is not None
+    if not use_ray and (args.actors is not None or args.actor_device):
+        parser.error("--actors and --actor-device are for self-play on Ray: add --ray")
+    if args.actors is not None and args.actors < 1:
+        parser.error("--actors must be at least 1")
     resuming = args.run_dir is not None and (args.run_dir / "config.toml").exists()
     config = None
     flags = bool(args.game or args.config or args.set or args.device or args.seed is not None)
@@ -64,6 +80,19 @@ def main(argv=None) -> int:
         config = load_config(game=None if args.config else args.game, path=args.config, overrides=overrides)
         if args.game and args.config:
             parser.error("give --game or --config, not both")
-    train(config, args.run_dir, minutes=args.minutes, iterations=args.iterations,
-          progress=not args.no_progress, command=[sys.executable, *sys.argv])
+    if not use_ray:
+        train(config, args.run_dir, minutes=args.minutes, iterations=args.iterations,
+              progress=not args.no_progress, command=[sys.executable, *sys.argv])
+        return 0
+    from ..distributed.cluster import connect, disconnect
+
+    connect(args.ray_address)  # before the run folder exists: a failure leaves nothing behind
+    try:
+        from ..distributed.source import RaySelfPlay
+
+        train(config, args.run_dir, minutes=args.minutes, iterations=args.iterations,
+              progress=not args.no_progress, command=[sys.executable, *sys.argv],
+              source=lambda run: RaySelfPlay(run, actors=args.actors, actor_device=args.actor_device or "cpu"))
+    finally:
+        disconnect()
     return 0

@@ -1,0 +1,269 @@
+"""Training on Ray (scripts/train.py --ray) as a user runs it, on a local instance with 2 CPUs: the
+run folder and metrics of a one-process run, an actor killed by its pid, the learner killed,
+resume with and without Ray; the ledger that checks what actors send; the error without Ray."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import games
+from azero.distributed.ledger import Chunk, Ledger, select_games
+from azero.selfplay import Samples
+
+REPO = Path(__file__).resolve().parent.parent
+TINY = [
+    "--game", "tictactoe", "--no-progress",
+    "--set", "selfplay.games=16", "--set", "selfplay.positions_per_iteration=150",
+    "--set", "search.simulations=8", "--set", "train.min_replay=64", "--set", "train.batch_size=32",
+    "--set", "evaluation.every=0", "--set", "evaluation.games=4", "--set", "evaluation.ladder=[10]",
+    "--set", "evaluation.simulations=4", "--set", "evaluation.previous_games=2", "--set", "run.keep_every=2",
+    "--set", "run.threads=1",  # on a loaded machine, torch's threads spin against each other (10x slower)
+]
+RAY = ["--ray", "--actors", "2"]
+
+
+def ray_installed() -> bool:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_ray = pytest.mark.skipif(not ray_installed() and not os.environ.get("CI"),
+                               reason="Ray is not installed (pip install -e '.[ray]'; CI installs it)")
+
+
+def train(*args: str, timeout: int = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "scripts" / "train.py"), *args], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+def start(log: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
+    with open(log, "w") as out:
+        return subprocess.Popen([sys.executable, str(REPO / "scripts" / "train.py"), *args], stdout=out,
+                                stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def wait_for(predicate, timeout: float, what: str, process: subprocess.Popen | None = None):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        if process is not None and process.poll() is not None:
+            break
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def metrics(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def latest(run_dir: Path) -> dict:
+    return torch.load(run_dir / "latest.pt", weights_only=True)
+
+
+def actor_pids(log: Path) -> dict[int, int]:
+    """The self-play actors' first processes, as the learner logs them."""
+    found = (re.match(r"self-play actor (\d+): pid (\d+)$", line) for line in log.read_text().splitlines())
+    return {int(m.group(1)): int(m.group(2)) for m in found if m}
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")
+
+
+def files(run_dir: Path) -> set[str]:
+    """The run folder's files, with the sample count dropped from replay names (it varies)."""
+    out = set()
+    for path in run_dir.rglob("*"):
+        if path.is_file() and not path.name.startswith(".") and "tb" not in path.relative_to(run_dir).parts:
+            name = str(path.relative_to(run_dir))
+            out.add(name.rsplit("-", 1)[0] if name.startswith("replay/") else name)
+    return out
+
+
+def replayed(run_dir: Path) -> int:
+    """Samples in the replay chunks of the iterations the checkpoint holds (a run stopped inside an
+    iteration may leave that iteration's chunk, which a resumed run deletes)."""
+    done = latest(run_dir)["iteration"]
+    counts = [p.stem.split("-")[1:] for p in (run_dir / "replay").glob("iter-*.pt")]
+    return sum(int(count) for iteration, count in counts if int(iteration) <= done)
+
+
+# -- the ledger ------------------------------------------------------------------------------------
+
+
+def chunk(incarnation="0.1.1", sequence=0, ids=(0, 1), lengths=(3, 2), watermark=2) -> Chunk:
+    n = sum(lengths)
+    game = games.make("tictactoe")
+    samples = Samples(torch.zeros(n, game.num_planes, 3, 3, dtype=torch.uint8), torch.zeros(n, 9),
+                      torch.ones(n, 9, dtype=torch.bool), torch.arange(n, dtype=torch.float))
+    return Chunk(actor=0, incarnation=incarnation, sequence=sequence, pid=1, version=0, samples=samples,
+                 game_ids=torch.tensor(ids), lengths=torch.tensor(lengths), results=torch.zeros(len(ids)),
+                 watermark=watermark, seconds=1.0, network_calls=1, network_positions=1)
+
+
+def test_the_ledger_refuses_games_counted_twice_and_counts_chunks_lost():
+    ledger = Ledger()
+    first = chunk(ids=(0, 1), lengths=(3, 2), watermark=2)
+    assert ledger.admit(first).tolist() == [True, True]
+    assert ledger.admit(first).tolist() == [False, False] and ledger.duplicate_chunks == 1  # the same chunk again
+    # chunk 1 never came; chunk 2 repeats game 1 (below the watermark) and game 5, and brings game 4
+    third = chunk(sequence=2, ids=(1, 4, 5, 5), lengths=(2, 1, 2, 2), watermark=6)
+    keep = ledger.admit(third)
+    assert keep.tolist() == [False, True, True, False]
+    assert ledger.missing_chunks == 1 and ledger.duplicate_games == 2
+    assert select_games(third, keep).value.tolist() == [2.0, 3.0, 4.0]  # games 4 and 5, rows 2..4
+    assert ledger.admit(chunk(incarnation="0.2.2", ids=(0,), lengths=(3,), watermark=1)).tolist() == [True]
+    malformed = chunk(sequence=3, ids=(6,), lengths=(4,), watermark=3)
+    malformed.lengths = torch.tensor([5])
+    assert ledger.admit(malformed).tolist() == [False]
+    assert len(select_games(malformed, torch.tensor([False]))) == 0
+    assert ledger.malformed_chunks == 1  # the lengths do not add up to the samples
+
+
+def test_the_ledger_keeps_only_the_ids_above_the_watermark():
+    ledger = Ledger()
+    for sequence in range(50):
+        ids = (2 * sequence, 2 * sequence + 1)
+        assert ledger.admit(chunk(sequence=sequence, ids=ids, watermark=2 * sequence + 2)).all()
+    assert ledger.incarnations["0.1.1"]["seen"] == set()
+    assert ledger.faults() == {"actors/missing_chunks": 0, "actors/duplicate_chunks": 0,
+                               "actors/duplicate_games": 0, "actors/malformed_chunks": 0}
+
+
+# -- the command -----------------------------------------------------------------------------------
+
+
+def test_ray_without_ray_installed_is_one_clear_error(tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "ray.py").write_text("raise ImportError('No module named ray')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocker), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    run_dir = tmp_path / "run"
+    out = train(*TINY, *RAY, "--iterations", "1", "--run-dir", str(run_dir), env=env)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert "--ray needs Ray" in out.stderr and "pip install -e '.[ray]'" in out.stderr
+    assert not run_dir.exists()
+    out = train(*TINY, "--actors", "2", "--iterations", "1", "--run-dir", str(run_dir))
+    assert out.returncode == 2 and "add --ray" in out.stderr and not run_dir.exists()
+
+
+@needs_ray
+def test_a_ray_address_nobody_listens_on_is_one_clear_error(tmp_path):
+    run_dir = tmp_path / "run"
+    out = train(*TINY, "--ray-address", "127.0.0.1:1", "--iterations", "1", "--run-dir", str(run_dir), timeout=120)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert "could not join the Ray cluster at 127.0.0.1:1" in out.stderr and "ray start --head" in out.stderr
+    assert not run_dir.exists()
+    out = train(*TINY, "--ray-address", "nowhere", "--iterations", "1", "--run-dir", str(run_dir), timeout=120)
+    assert out.returncode == 2 and "write auto or HOST:PORT" in out.stderr and not run_dir.exists()
+
+
+@needs_ray
+def test_a_ray_run_writes_the_files_and_metrics_of_a_one_process_run(tmp_path):
+    alone, spread = tmp_path / "alone", tmp_path / "spread"
+    out = train(*TINY, "--iterations", "3", "--run-dir", str(alone))
+    assert out.returncode == 0, out.stderr
+    out = train(*TINY, *RAY, "--iterations", "3", "--run-dir", str(spread))
+    assert out.returncode == 0, out.stderr
+    assert "self-play actor 1: pid" in out.stdout and "iteration 3" in out.stdout
+    assert files(spread) == files(alone)
+    assert list((spread / "tb").glob("events.out.tfevents.*"))
+    keys_alone = set().union(*metrics(alone))
+    keys_spread = set().union(*metrics(spread))
+    assert keys_alone <= keys_spread
+    assert {k.split("/")[0] for k in keys_spread - keys_alone} == {"actors"}
+    records = metrics(spread)
+    assert [r["iteration"] for r in records] == [1, 2, 3]
+    assert "eval/elo" in records[-1] and records[-1]["eval/network_iteration"] == 3
+    assert {"actors/0/positions_per_s", "actors/1/positions_per_s", "actors/1/restarts"} <= keys_spread
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    board = EventAccumulator(str(spread / "tb"))
+    board.Reload()
+    assert {"actors/0/positions_per_s", "actors/1/restarts", "charts/weights_staleness"} <= set(board.Tags()["scalars"])
+    assert all(r["charts/weights_staleness"] >= 0 for r in records)
+    assert latest(spread)["positions"] == replayed(spread) == records[-1]["charts/positions"]
+    assert latest(spread).keys() == latest(alone).keys()
+
+
+@needs_ray
+def test_a_killed_actor_is_replaced_and_no_finished_game_is_lost_or_counted_twice(tmp_path):
+    run_dir, log = tmp_path / "run", tmp_path / "log"
+    process = start(log, *TINY, *RAY, "--iterations", "200", "--run-dir", str(run_dir))
+    try:
+        wait_for(lambda: "iteration 1 " in log.read_text(), 300, "the first iteration", process)
+        victim = actor_pids(log)[1]
+        os.kill(victim, signal.SIGKILL)  # in the middle of a call: actors play while the learner trains
+        wait_for(lambda: "self-play actor 1 restarted" in log.read_text(), 400, "the actor's restart", process)
+        wait_for(lambda: metrics(run_dir)[-1]["actors/1/restarts"] == 1, 120, "a record after the restart", process)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=120)
+    finally:
+        process.kill()
+    text = log.read_text()
+    assert process.returncode == 0, text[-2000:]
+    assert "Continue with" in text and "Traceback" not in text
+    assert actor_pids(log)[1] == victim and not alive(victim)
+    records = metrics(run_dir)
+    assert [r["iteration"] for r in records] == list(range(1, len(records) + 1))
+    last = records[-1]
+    assert last["actors/restarts"] == 1 and last["actors/0/restarts"] == 0 and last["actors/lost_calls"] >= 1
+    assert last["actors/missing_chunks"] == last["actors/duplicate_chunks"] == 0
+    assert last["actors/duplicate_games"] == last["actors/malformed_chunks"] == 0
+    # Ctrl-C may land in the last iteration's checkpoint, after its metrics line (a resume drops that line)
+    done = latest(run_dir)["iteration"]
+    assert done in (len(records), len(records) - 1)
+    assert latest(run_dir)["positions"] == replayed(run_dir) == records[done - 1]["charts/positions"]
+    assert sum(r["selfplay/games"] * r["selfplay/game_length"] for r in records[:done]) == pytest.approx(replayed(run_dir))
+
+
+@needs_ray
+def test_a_ray_run_resumes_without_ray_and_with_it_after_its_learner_is_killed(tmp_path):
+    run_dir, log = tmp_path / "run", tmp_path / "log"
+    # the learner dies (kill -9) in the middle of writing iteration 2's checkpoint
+    process = start(log, *TINY, *RAY, "--iterations", "200", "--run-dir", str(run_dir),
+                    env={**os.environ, "AZERO_FAULT": "checkpoint.rename@2:kill"})
+    try:
+        assert process.wait(timeout=600) == -signal.SIGKILL, log.read_text()[-2000:]
+    finally:
+        process.kill()
+    pids = actor_pids(log)
+    assert len(pids) == 2
+    assert list(run_dir.glob(".latest.pt.*.tmp")) and list((run_dir / "replay").glob("iter-000002-*.pt"))
+    wait_for(lambda: not any(alive(pid) for pid in pids.values()), 60, "the actors to die with their learner")
+    done = latest(run_dir)["iteration"]
+    assert done == 1  # iteration 2 was not saved: a resume drops its replay chunk, metrics line and temporary file
+    out = train("--iterations", str(done + 1), "--run-dir", str(run_dir), "--no-progress")
+    assert out.returncode == 0, out.stderr
+    assert f"resuming {run_dir} at iteration {done}" in out.stdout
+    out = train(*TINY, *RAY, "--iterations", str(done + 2), "--run-dir", str(run_dir))  # the first command again
+    assert out.returncode == 0, out.stderr
+    assert f"resuming {run_dir} at iteration {done + 1}" in out.stdout and "self-play actor 1: pid" in out.stdout
+    records = metrics(run_dir)
+    assert [r["iteration"] for r in records] == list(range(1, done + 3))
+    assert "actors/count" in records[-1] and "actors/count" not in records[-2]
+    assert latest(run_dir)["iteration"] == done + 2
+    assert latest(run_dir)["positions"] == replayed(run_dir) == records[-1]["charts/positions"]
+    assert len(list((run_dir / "replay").glob("iter-*.pt"))) == done + 2
+    assert all(not p.name.startswith(".") for p in run_dir.iterdir())
