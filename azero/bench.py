@@ -12,7 +12,17 @@ Groups (choose with --only):
   uct               random-rollout UCT iterations per second, batched and the scalar
                     reference, on 8x8 five-in-a-row and on tic-tac-toe
   puct              PUCT simulations/s with the default gomoku network at the self-play batch,
-                    the same network's bare forward passes/s, and their ratio (efficiency)
+                    the same network's bare forward passes/s, and their ratio (efficiency); the
+                    same for a network 4x faster (`fast_network`: a quarter of the channels)
+  uct_one_game      one game of 8x8 five in a row from the empty board, 5,000 rollout-UCT
+                    iterations a move: leaf-parallel (the player's default) and sequential
+                    iterations/s against the plain-Python reference's
+  puct_one_game     one game with the default gomoku network, 800 simulations a move:
+                    leaf-parallel (the player's default) and sequential simulations/s against
+                    the network's own evaluations/s at the leaf batch
+  overhead          PUCT with a trivial evaluator (uniform priors, zero values) at batch 256,
+                    tic-tac-toe and Connect Four: our simulations/s and mctx's on JAX over pgx's
+                    games, interleaved (mctx's side needs `pip install -e '.[compare]'`)
   selfplay          self-play positions/s, batched and one game with one leaf per network call
   train             training samples/s
 """
@@ -155,6 +165,7 @@ def bench_uct(seconds: float, repeats: int, *, batch: int = 1024, iterations: in
             "speedup": ours / theirs,
             "batch": batch,
             "iterations": iterations,
+            "parallel": player.leaves_per_step(iterations),
         }
     # the headline figures of the issue: 8x8 five in a row
     out.update({k: v for k, v in out["gomoku8"].items() if k in ("iterations_per_s", "reference_iterations_per_s", "speedup")})
@@ -191,13 +202,11 @@ def _learner_parts():
     return config, game, net
 
 
-def bench_puct(seconds: float, repeats: int) -> dict:
-    """PUCT simulations per second against the same network's bare forward passes, same batch."""
+def _puct_efficiency(game, net, batch: int, sims: int, seconds: float, repeats: int) -> dict:
+    """Batched PUCT simulations/s against the network's bare forward passes/s, same batch."""
     from .network import as_network_input
     from .search.network_search import NetworkSearch
 
-    config, game, net = _learner_parts()
-    batch, sims = config.selfplay.games, config.search.simulations
     searcher = NetworkSearch(game, net)
     roots = game.initial_state(batch)
     keys = make_keys(0, batch)
@@ -219,8 +228,136 @@ def bench_puct(seconds: float, repeats: int) -> dict:
 
     sims_per_s, evals_per_s = rates(search, forward, seconds=seconds, repeats=repeats)
     return {"sims_per_s": sims_per_s, "net_evals_per_s": evals_per_s, "efficiency": sims_per_s / evals_per_s,
-            "batch": batch, "simulations": sims, "network": dict(vars(config.network)),
-            "precision": precision}
+            "batch": batch, "simulations": sims, "network": dict(vars(net.config)), "precision": precision}
+
+
+def bench_puct(seconds: float, repeats: int) -> dict:
+    """PUCT simulations per second against the same network's bare forward passes, same batch:
+    the default gomoku network, and one with a quarter of its channels (`fast_network`; its
+    speed over the default's is in `speed_over_default`)."""
+    from dataclasses import replace
+
+    from .network import PolicyValueNet
+
+    config, game, net = _learner_parts()
+    batch, sims = config.selfplay.games, config.search.simulations
+    out = _puct_efficiency(game, net, batch, sims, seconds, repeats)
+    torch.manual_seed(0)
+    fast = PolicyValueNet(replace(config.network, channels=max(1, config.network.channels // 4)), game).eval()
+    out["fast_network"] = _puct_efficiency(game, fast, batch, sims, seconds, repeats)
+    out["fast_network"]["speed_over_default"] = out["fast_network"]["net_evals_per_s"] / out["net_evals_per_s"]
+    return out
+
+
+def bench_uct_one_game(seconds: float, repeats: int, *, iterations: int = 5000) -> dict:
+    """One game of 8x8 five in a row from the empty board: rollout UCT with its default leaf
+    parallelism and sequentially (one leaf per step), and the plain-Python reference, same budget."""
+    game = games.make_from_spec("gomoku:size=8,k=5")
+    root = game.initial_state(1)
+    parallel = UCTPlayer(game, iterations)
+    sequential = UCTPlayer(game, iterations, parallel=1)
+
+    def one_game(player) -> Callable[[], float]:
+        calls = [0]
+
+        def work() -> float:
+            player.act(root, keys=fold(make_keys(0, 1), calls[0]))
+            calls[0] += 1
+            return float(iterations)
+
+        return work
+
+    rng = random.Random(0)
+    py_root = reference.py_state_from_tensor(game, root, 0)
+
+    def scalar() -> float:
+        reference.uct(py_root, iterations, rng)
+        return float(iterations)
+
+    ours, ours_sequential, theirs = rates(one_game(parallel), one_game(sequential), scalar, seconds=seconds,
+                                          repeats=repeats)
+    return {"iterations_per_s": ours, "sequential_iterations_per_s": ours_sequential,
+            "reference_iterations_per_s": theirs, "speedup": ours / theirs,
+            "parallel": parallel.leaves_per_step(iterations), "iterations": iterations}
+
+
+def bench_puct_one_game(seconds: float, repeats: int, *, simulations: int = 800) -> dict:
+    """One game with the default gomoku network from the empty board: PUCT with the az
+    player's default leaf parallelism and sequentially, against the network's own forward
+    passes at the leaf batch (the module and precision the search uses there)."""
+    from .network import as_network_input
+    from .players.az import AZPlayer
+
+    _, game, net = _learner_parts()
+    root = game.initial_state(1)
+    parallel = AZPlayer(game, net, simulations)
+    sequential = AZPlayer(game, net, simulations, parallel=1)
+    leaves = parallel.leaves_per_step(simulations)
+
+    def one_game(player) -> Callable[[], float]:
+        calls = [0]
+
+        def work() -> float:
+            player.act(root, keys=fold(make_keys(0, 1), calls[0]))
+            calls[0] += 1
+            return float(simulations)
+
+        return work
+
+    evaluator = parallel.searcher.evaluator
+    positions = game.initial_state(leaves)
+    planes, legal = game.encode(positions), game.legal_mask(positions)
+    precision = evaluator.precision_for(leaves)
+    module = evaluator.module(planes, legal, precision)
+    planes = as_network_input(planes, precision)
+
+    def forward() -> float:
+        with torch.inference_mode():
+            module(planes, legal)
+        return float(leaves)
+
+    ours, ours_sequential, evals = rates(one_game(parallel), one_game(sequential), forward, seconds=seconds,
+                                         repeats=repeats)
+    return {"sims_per_s": ours, "sequential_sims_per_s": ours_sequential, "speedup": ours / ours_sequential,
+            "net_evals_per_s": evals, "efficiency": ours / evals, "parallel": leaves, "precision": precision,
+            "simulations": simulations}
+
+
+class TrivialEvaluator:
+    """Uniform priors over the legal moves (the search's default without a prior) and value 0."""
+
+    uses_keys = False
+
+    def __call__(self, states, keys=None, legal=None):
+        return None, torch.zeros(states.batch_size)
+
+
+def bench_overhead(seconds: float, repeats: int, *, batch: int = 256, simulations: int = 64) -> dict:
+    """The search's own cost: PUCT with a trivial evaluator, ours against mctx's (JAX, pgx's
+    games), the same batch of initial positions and simulations, interleaved."""
+    from . import bench_mctx
+    from .search import PUCT, new_tree, simulate
+
+    missing = bench_mctx.available()
+    out: dict = {"batch": batch, "simulations": simulations}
+    for name in ("tictactoe", "connect4"):
+        game = games.make(name)
+        roots = game.initial_state(batch)
+        evaluator, rule = TrivialEvaluator(), PUCT()
+        calls = [0]
+
+        def ours() -> float:
+            tree = new_tree(game, roots, simulations + 1, fold(make_keys(0, batch), calls[0]))
+            simulate(tree, game, evaluator, rule, simulations)
+            calls[0] += 1
+            return float(batch * simulations)
+
+        if missing:
+            out[name] = {"sims_per_s": rate(ours, seconds=seconds, repeats=repeats), "mctx": missing}
+            continue
+        mine, theirs = rates(ours, bench_mctx.mctx_search(name, batch, simulations), seconds=seconds, repeats=repeats)
+        out[name] = {"sims_per_s": mine, "mctx_sims_per_s": theirs, "ratio": mine / theirs}
+    return out
 
 
 def bench_gumbel(seconds: float, repeats: int) -> dict:
@@ -297,6 +434,9 @@ GROUPS: dict[str, Callable[..., dict]] = {
     "game_steps_per_s": bench_game_steps,
     "uct": bench_uct,
     "puct": bench_puct,
+    "uct_one_game": bench_uct_one_game,
+    "puct_one_game": bench_puct_one_game,
+    "overhead": bench_overhead,
     "gumbel": bench_gumbel,
     "selfplay": bench_selfplay,
     "train": bench_train,

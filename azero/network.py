@@ -31,7 +31,6 @@ modules run, computes the policy and the value alone. `outputs` returns
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import itertools
 import warnings
@@ -48,6 +47,7 @@ from games.options import field_option, read_option
 
 from .errors import UserError
 from .quantized import Int8Network, calibration_positions, native_int8
+from .search.evaluators import one_thread_if
 
 VALUE_HEADS = ("scalar", "wdl")
 
@@ -265,20 +265,6 @@ def native_bfloat16() -> bool:
         return False
 
 
-@contextlib.contextmanager
-def _one_thread_if(condition: bool):
-    """torch's intra-op threads set to one for the block, if `condition` (process-wide while it runs)."""
-    before = torch.get_num_threads()
-    change = condition and before != 1
-    if change:
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        if change:
-            torch.set_num_threads(before)
-
-
 class NetworkEvaluator:
     """The search's leaf evaluator: one forward pass for all leaves of all trees.
 
@@ -379,7 +365,7 @@ class NetworkEvaluator:
         legal = (self.game.legal_mask(states) if legal is None else legal).to(self.device)
         precision = self.precision_for(states.batch_size)
         module = self.module(planes, legal, precision)
-        with torch.inference_mode(), _one_thread_if(states.batch_size == 1 and self.device.type == "cpu"):
+        with torch.inference_mode(), one_thread_if(states.batch_size == 1 and self.device.type == "cpu"):
             logits, value = module(as_network_input(planes, precision), legal)
             self.calls += 1
             self.positions += states.batch_size

@@ -3,6 +3,7 @@
     actions = player.act(states)        # long [B]
     analysis = player.analyse(states)   # Analysis, or None for players without a search
     player.reset()                      # a new game starts
+    player.prepare(state)               # slow one-time work (compiling, network modules) before a clock runs
 
 Players are built from specs by `azero.players.make` (the registry); this module
 holds only what every player and every caller of one shares.
@@ -95,6 +96,11 @@ class Player:
 
     def reset(self) -> None:
         """A new game starts (players that keep trees between moves drop them)."""
+
+    def prepare(self, state: State) -> None:
+        """Do the slow one-time work now, before a clock runs: compile the search's loops, build
+        the network's inference modules, calibrate int8. `state`: a position of the game (batch 1).
+        Protocol engines call it at start-up (session.Engine), so no move pays for it."""
 
     def close(self) -> None:
         """Release what the player holds (external engines stop their process)."""

@@ -46,6 +46,7 @@ class Engine:
         self.simulations, self.seconds = simulations, seconds
         self.seed = seed
         self.calls = 0
+        self.player.prepare(game.initial_state(1))  # compiling, network modules: now, not in the first move
 
     @property
     def name(self) -> str:

@@ -159,6 +159,24 @@ def test_the_root_plays_a_move_short_of_its_forced_visits_first_and_only_at_the_
     assert int(rule.select(view._replace(legal=torch.tensor([[True, False, True]])))) == 0  # never an illegal move
 
 
+def test_walks_in_flight_count_towards_the_forced_visits():
+    # Leaf parallelism: two walks of this step are in flight through move 1, so it has 4 + 2 of
+    # its sqrt(2 * 0.3 * 45) = 5.20 forced visits and the next walk goes where PUCT says (move 0)
+    # instead of piling onto move 1 again; either way of counting the pending visits agrees.
+    view = NodeView(visits=torch.tensor([44.0]), q=torch.tensor([0.0]),
+                    child_visits=torch.tensor([[30.0, 4.0, 9.0]]), child_value_sum=torch.tensor([[24.0, -3.6, 0.0]]),
+                    prior=torch.tensor([[0.5, 0.3, 0.2]]), legal=torch.ones(1, 3, dtype=torch.bool),
+                    uniform=torch.zeros(1), root=True)
+    in_flight = view._replace(pending=torch.tensor([2.0]), child_pending=torch.tensor([[0.0, 2.0, 0.0]]))
+    for virtual_loss in (True, False):
+        rule = PUCT(forced_playouts=2.0, virtual_loss=virtual_loss)
+        assert int(rule.select(view)) == 1
+        assert int(rule.select(in_flight)) == 0 and int(rule.scores(in_flight).argmax()) == 0
+    # one walk in flight: 5 of 5.14, still short
+    one = view._replace(pending=torch.tensor([1.0]), child_pending=torch.tensor([[0.0, 1.0, 0.0]]))
+    assert int(PUCT(forced_playouts=2.0).select(one)) == 1
+
+
 def test_pruning_a_hand_made_visit_vector():
     """N = 101 root visits, c(N) = 1.25 + ln((101 + 19653) / 19652) = 1.255177, so a move's score is
     q + w P / (1 + n) with w = 2 c(N) sqrt(101) = 25.2288; the best move scores S* = 0.2 + w 0.5 / 61 = 0.406794.

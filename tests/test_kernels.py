@@ -137,7 +137,9 @@ def test_uct_searches_the_same(spec):
 
 
 class SmoothEvaluator:
-    """A deterministic stand-in for a network: priors and values from a hash of the board."""
+    """A deterministic stand-in for a network: priors and values from a hash of the board,
+    row by row (a sum, not a matrix product, whose rounding may depend on the batch), so a
+    leaf's value does not depend on where it sits in the batch."""
 
     uses_keys = False
 
@@ -147,7 +149,8 @@ class SmoothEvaluator:
     def __call__(self, states, keys=None, legal=None):
         legal = self.game.legal_mask(states) if legal is None else legal
         board = states.board.view(states.batch_size, -1).float()
-        mixed = torch.sin(board @ torch.linspace(0.3, 2.9, board.shape[1]).view(-1, 1) * 7.0 + states.move_number.view(-1, 1))
+        weights = torch.linspace(0.3, 2.9, board.shape[1])
+        mixed = torch.sin((board * weights).sum(dim=1, keepdim=True) * 7.0 + states.move_number.view(-1, 1))
         logits = torch.cos(mixed * torch.arange(1, self.game.num_actions + 1).float())
         prior = torch.softmax(logits.masked_fill(~legal, float("-inf")), dim=1)
         return prior, torch.tanh(mixed.squeeze(1) * 3.0)
@@ -170,24 +173,91 @@ def test_puct_searches_the_same(fpu_reduction):
         assert torch.equal(a, b)
 
 
-def test_puct_with_forced_playouts_searches_the_same():
+@pytest.mark.parametrize("parallel, virtual_loss", [(1, True), (8, True), (8, False)])
+def test_puct_with_forced_playouts_searches_the_same(parallel, virtual_loss):
     game = games.make("gomoku", size=6, k=4)
     roots = game.step(game.initial_state(5), torch.tensor([0, 7, 14, 21, 35]))
-    evaluator, rule = SmoothEvaluator(game), PUCT(forced_playouts=2.0)
+    evaluator, rule = SmoothEvaluator(game), PUCT(forced_playouts=2.0, virtual_loss=virtual_loss)
 
-    def run():
+    def run(rule):
         prior, _ = evaluator(roots)
         tree = new_tree(game, roots, 201, make_keys(0, 5), root_prior=prior)
-        simulate(tree, game, evaluator, rule, 200)
-        return tree.root_visits(), tree.visits, tree.value_sum, tree.parent
+        simulate(tree, game, evaluator, rule, 200, parallel=parallel)
+        return tree.root_visits(), tree.visits, tree.value_sum, tree.parent, tree.pending
 
-    ours, theirs = both(run)
+    ours, theirs = both(lambda: run(rule))
     for a, b in zip(ours, theirs):
         assert torch.equal(a, b)
-    prior, _ = evaluator(roots)
-    plain = new_tree(game, roots, 201, make_keys(0, 5), root_prior=prior)
-    simulate(plain, game, evaluator, PUCT(), 200)
-    assert not torch.equal(plain.root_visits(), ours[0])  # the forced visits changed the search
+    assert torch.equal(ours[0].sum(dim=1), torch.full((5,), 200.0)) and not bool(ours[4].any())
+    plain = run(PUCT(virtual_loss=virtual_loss))
+    assert not torch.equal(plain[0], ours[0])  # the forced visits changed the search
+
+
+class Counted:
+    """An evaluator that counts its calls and the positions it was given."""
+
+    def __init__(self, evaluator):
+        self.evaluator, self.calls, self.positions = evaluator, 0, 0
+        self.uses_keys = getattr(evaluator, "uses_keys", True)
+
+    def __call__(self, states, keys=None, legal=None):
+        self.calls += 1
+        self.positions += states.batch_size
+        return self.evaluator(states, keys, legal)
+
+
+@pytest.mark.parametrize("virtual_loss", [True, False])
+@pytest.mark.parametrize("parallel", [3, 16])
+@pytest.mark.parametrize("kind", ["ucb1", "puct", "puct-rollouts"])
+def test_leaf_parallel_searches_the_same(kind, parallel, virtual_loss):
+    game = games.make("gomoku", size=6, k=4)
+    roots = game.step(game.initial_state(5), torch.tensor([0, 7, 14, 21, 35]))
+    if kind == "ucb1":
+        rule, evaluator = UCB1(virtual_loss=virtual_loss), RolloutEvaluator(game)
+    else:
+        rule = PUCT(virtual_loss=virtual_loss, fpu_reduction=0.25 if kind == "puct-rollouts" else 0.0)
+        evaluator = SmoothEvaluator(game) if kind == "puct" else RolloutEvaluator(game)
+    calls = []
+
+    def run():
+        counted = Counted(evaluator)
+        prior = SmoothEvaluator(game)(roots)[0] if rule.uses_prior else None
+        tree = new_tree(game, roots, 401, make_keys(0, 5), root_prior=prior, with_prior=rule.uses_prior)
+        simulate(tree, game, counted, rule, 400, parallel=parallel)
+        calls.append(counted.calls)
+        return tree
+
+    ours, theirs = both(run)
+    for name in ("visits", "value_sum", "child_visits", "child_value_sum", "parent", "action", "children", "pending",
+                 "next_node"):
+        assert torch.equal(getattr(ours, name), getattr(theirs, name)), name
+    assert torch.equal(ours.root_visits().sum(dim=1), torch.full((5,), 400.0))  # exactly the budget
+    assert not bool(ours.pending.any())  # nothing left in flight
+    assert calls[0] == calls[1] and calls[0] < 400 // parallel * 2  # one call per step of up to `parallel` leaves
+
+
+@pytest.mark.parametrize("rule", [UCB1(), PUCT()])
+def test_walks_that_collide_on_a_small_tree_add_only_the_budget(rule):
+    # Three empty squares: 15 positions below the root, fewer than the walks of one step,
+    # so most walks end at a leaf another walk of the step found, or at a finished game.
+    game = games.make("tictactoe")
+    root = game.from_board(torch.tensor([[1, -1, 1], [1, -1, -1], [0, 0, 0]]), to_play=0)
+    roots = root.repeat_interleave(2)
+    calls = []
+
+    def run():
+        counted = Counted(RolloutEvaluator(game))
+        tree = new_tree(game, roots, 201, make_keys(5, 2), with_prior=rule.uses_prior)
+        simulate(tree, game, counted, rule, 200, parallel=16)
+        calls.append(counted.positions)
+        return tree
+
+    ours, theirs = both(run)
+    for name in ("visits", "value_sum", "child_visits", "child_value_sum", "children", "pending", "next_node"):
+        assert torch.equal(getattr(ours, name), getattr(theirs, name)), name
+    assert torch.equal(ours.root_visits().sum(dim=1), torch.full((2,), 200.0))
+    assert not bool(ours.pending.any())
+    assert int(ours.next_node.max()) <= 16 and calls[0] == calls[1] == int(ours.next_node.sum()) - 2
 
 
 @pytest.mark.parametrize("considered, simulations", [(8, 60), (2, 30)])
@@ -218,13 +288,14 @@ def test_a_tree_that_reaches_finished_games_backs_up_their_results():
     game = games.make("tictactoe")
     root = game.from_board(torch.tensor([[1, 1, 0], [-1, -1, 0], [0, 0, 0]]), to_play=0)
 
-    def run():
-        tree = search(game, root, RolloutEvaluator(game), UCB1(), 400, make_keys(0, 1))
+    def run(parallel):
+        tree = search(game, root, RolloutEvaluator(game), UCB1(), 400, make_keys(0, 1), parallel=parallel)
         return tree.root_visits(), tree.root_q()
 
-    (va, qa), (vb, qb) = both(run)
-    assert torch.equal(va, vb) and torch.equal(qa, qb)
-    assert int(va[0].argmax()) == game.parse_action("c3") and float(qa[0, game.parse_action("c3")]) == 1.0
+    for parallel in (4, 1):
+        (va, qa), (vb, qb) = both(lambda: run(parallel))
+        assert torch.equal(va, vb) and torch.equal(qa, qb)
+        assert int(va[0].argmax()) == game.parse_action("c3") and float(qa[0, game.parse_action("c3")]) == 1.0
 
 
 @pytest.mark.parametrize("width", [1, 3, 64, 225])

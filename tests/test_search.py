@@ -85,6 +85,57 @@ def test_batch_of_three_equals_each_searched_alone():
         assert torch.equal(alone.root_q()[0], together.root_q()[i])
 
 
+@pytest.mark.parametrize("parallel", [8, 1])
+def test_a_leaf_parallel_batch_equals_each_tree_searched_alone(parallel):
+    g = games.make("gomoku", size=7, k=4)
+    a = g.initial_state(1)
+    b = g.step(a, torch.tensor([10]))
+    roots = State.cat([a, b, g.step(b, torch.tensor([24]))])
+    keys = make_keys(9, 3)
+    together = search(g, roots, RolloutEvaluator(g), UCB1(), 150, keys, parallel=parallel)
+    assert torch.equal(together.root_visits().sum(dim=1), torch.full((3,), 150.0))
+    for i in range(3):
+        alone = search(g, roots[i], RolloutEvaluator(g), UCB1(), 150, keys[i : i + 1], parallel=parallel)
+        assert torch.equal(alone.root_visits()[0], together.root_visits()[i])
+        assert torch.equal(alone.root_q()[0], together.root_q()[i])
+
+
+def test_leaf_parallel_walks_spread_over_the_moves_and_find_the_win():
+    # X wins at c3. A step of 8 walks from the root goes 8 ways (pending visits steer each
+    # walk away from the others), and the search still settles on the win.
+    s = position(TTT, """
+    X X .
+    O O .
+    . . .""", to_play=0)
+    calls = []
+
+    def evaluator(states, keys, legal=None):
+        calls.append(states.batch_size)
+        return RolloutEvaluator(TTT)(states, keys, legal)
+
+    tree = search(TTT, s, evaluator, UCB1(), 200, make_keys(1, 1), parallel=8)
+    assert calls[0] == 5  # the first step: each of the 5 moves once, then walks that collide end it
+    assert TTT.format_action(int(tree.root_visits()[0].argmax())) == "c3"
+    assert tree.root_q()[0, TTT.parse_action("c3")] == 1.0 and not bool(tree.pending.any())
+
+
+def test_parallel_must_be_positive():
+    with pytest.raises(ValueError, match="parallel must be at least 1"):
+        search(TTT, TTT.initial_state(1), RolloutEvaluator(TTT), UCB1(), 10, make_keys(0, 1), parallel=0)
+
+
+def test_gumbel_and_imposed_root_actions_walk_one_leaf_at_a_time():
+    from azero.search import Gumbel, new_tree, simulate
+
+    tree = new_tree(TTT, TTT.initial_state(1), 20, make_keys(0, 1))
+    with pytest.raises(ValueError, match="Gumbel selection walks one leaf at a time"):
+        simulate(tree, TTT, RolloutEvaluator(TTT), Gumbel(), 8, parallel=4)
+    with pytest.raises(ValueError, match="imposed root actions walks one leaf at a time"):
+        simulate(tree, TTT, RolloutEvaluator(TTT), UCB1(), 8, parallel=4, root_action=torch.tensor([4]))
+    simulate(tree, TTT, RolloutEvaluator(TTT), UCB1(), 8, root_action=torch.tensor([4]))
+    assert tree.root_visits()[0, 4] == 8
+
+
 def test_same_keys_same_search_other_keys_other_search():
     g = games.make("gomoku", size=7, k=4)
     s = g.initial_state(1)

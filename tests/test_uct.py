@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -139,7 +140,9 @@ def test_flat_monte_carlo_spreads_its_rollouts_and_finds_the_win():
 
 def test_batched_uct_scores_half_against_the_scalar_reference_on_tictactoe():
     game = games.make("tictactoe")
-    result = play_match(game, UCTPlayer(game, 25), ReferenceUCTPlayer(game, 25, seed=1), 400, seed=2, progress=False)
+    # the sequential search (one leaf per step) is the classic algorithm, simulation for simulation
+    result = play_match(game, UCTPlayer(game, 25, parallel=1), ReferenceUCTPlayer(game, 25, seed=1), 400, seed=2,
+                        progress=False)
     low, high = _score_interval(result)
     assert low <= 0.5 <= high, result.table()
 
@@ -148,7 +151,8 @@ def test_batched_uct_scores_half_against_the_scalar_reference_on_gomoku8():
     # About a minute; it caught the batched player breaking ties in visits by mean, which made
     # uct:100 score 93.5% against the reference (the classic algorithm takes the first expanded).
     game = games.make("gomoku", size=8, k=5)
-    result = play_match(game, UCTPlayer(game, 100), ReferenceUCTPlayer(game, 100, seed=1), 200, seed=3, progress=False)
+    result = play_match(game, UCTPlayer(game, 100, parallel=1), ReferenceUCTPlayer(game, 100, seed=1), 200, seed=3,
+                        progress=False)
     low, high = _score_interval(result)
     assert low <= 0.5 <= high, result.table()
 
@@ -227,9 +231,46 @@ def test_player_specs_parse_and_errors_are_clear():
         ("uct:100:final=best", "final-move criterion"),
         ("mcts:100", "unknown player"),
         ("uct:0", r"allowed: 1\.\.100,000,000"),
+        ("uct:100:parallel=0", "auto or a whole number at least 1"),
+        ("uct:100:parallel=many", "auto or a whole number at least 1"),
+        ("uct:100:seconds=0", r"allowed: 0\.001\.\.3600"),
+        ("uct:100:seconds=4000", r"allowed: 0\.001\.\.3600"),
+        ("az:x.pt:parallel=-2", "auto or a whole number at least 1"),
     ):
         with pytest.raises(UserError, match=message):
             make(bad, game)
+    assert make("uct:100:parallel=8,virtual_loss=false", game).spec == "uct:100:parallel=8,virtual_loss=false"
+    assert make("uct:100:parallel=auto", game).spec == "uct:100"
+
+
+def test_auto_leaf_parallelism_follows_the_budget():
+    game = games.make("tictactoe")
+    assert [make(f"uct:{n}", game).leaves_per_step(n) for n in (1, 25, 800, 5000)] == [1, 5, 28, 64]
+    assert make("uct:5000", game).leaves_per_step(None) == 64  # a budget in seconds: the widest step
+    assert make("uct:5000:parallel=3", game).leaves_per_step(5000) == 3
+
+
+def test_a_player_with_its_own_clock_searches_for_that_long():
+    game = games.make("gomoku", size=8, k=5)
+    player = make("uct:10000000:seconds=0.3", game)
+    player.prepare(game.initial_state(1))
+    start = time.monotonic()
+    analysis = player.analyse(game.initial_state(1))
+    spent = time.monotonic() - start
+    assert 0.15 < spent < 3 and 0 < float(analysis.visits.sum()) < 10000000
+
+
+def test_evaluate_opening_plies_break_up_repeated_games():
+    # Perfect play against perfect play draws every game of tic-tac-toe; three random
+    # moves first give positions one side wins.
+    cmd = [sys.executable, str(REPO / "scripts" / "evaluate.py"), "--game", "tictactoe", "--a", "perfect",
+           "--b", "perfect", "--games", "20", "--json"]
+    plain = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    opened = json.loads(subprocess.run(cmd + ["--opening-plies", "3"], capture_output=True, text=True,
+                                       check=True).stdout)
+    assert plain["draws"] == 20 and opened["draws"] < 20
+    bad = subprocess.run(cmd + ["--opening-plies", "-1"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--opening-plies must be at least 0" in bad.stderr
 
 
 def test_evaluate_script_prints_json_and_user_errors_are_one_line():

@@ -30,6 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--games", type=int, default=DEFAULT_GAMES, help=f"number of games (default {DEFAULT_GAMES})")
     parser.add_argument("--batch", type=int, default=None,
                         help="games played at once (default: all; one at a time with a gtp player)")
+    parser.add_argument("--opening-plies", type=int, default=0, metavar="N",
+                        help="N uniformly random moves start every game (each game its own), so that two "
+                        "players without randomness (az:) do not repeat two games (default 0)")
     parser.add_argument("--sgf", metavar="DIR", help="write every game as SGF into DIR (game-0001.sgf, ...)")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the match (default 0)")
     parser.add_argument("--device", default="cpu", help="torch device for networks (default cpu)")
@@ -48,6 +51,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.games < 1:
         parser.error("--games must be at least 1")
+    if args.opening_plies < 0:
+        parser.error("--opening-plies must be at least 0")
     game = games.make_from_spec(args.game)
     if args.sgf:
         from ..sgf import check_supported
@@ -57,8 +62,11 @@ def main(argv=None) -> int:
     try:
         players.append(make(args.a, game, device=args.device, seed=args.seed))
         players.append(make(args.b, game, device=args.device, seed=args.seed + 1))
+        for player in players:  # compiling and network modules before the first move (players with a clock)
+            player.prepare(game.initial_state(1, args.device))
         result = play_match(game, *players, args.games, seed=args.seed, batch=args.batch,
-                            progress=not args.json and sys.stderr.isatty(), record_moves=bool(args.sgf))
+                            progress=not args.json and sys.stderr.isatty(), record_moves=bool(args.sgf),
+                            opening_plies=args.opening_plies)
     finally:
         for player in players:
             player.close()

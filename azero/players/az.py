@@ -14,16 +14,19 @@ import torch
 
 from games import Game
 from games.options import Option, read_option
+from games.random import make_keys
 
 from ..checkpoint import load_checkpoint, network_from_checkpoint
 from ..config import ConfigError, SearchConfig, config_from_dict
 from ..errors import UserError
-from ..network import PRECISIONS, PolicyValueNet, precision_problem
+from ..network import LOW_PRECISION_MIN_BATCH, PRECISIONS, PolicyValueNet, precision_problem
 from ..player import MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
-from ..search import choose, search_with_budget
+from ..search import Tree, choose, search_with_budget
 from ..search.gumbel import chosen_action, deadline_stop
 from ..search.network_search import ALGORITHMS, NetworkSearch
-from .spec import SEED, PlayerEntry, PlayerSpec
+from ..search.tree import tree_bytes
+from .spec import (PARALLEL, SECONDS, SEED, SPARE_TREE_BYTES, VIRTUAL_LOSS, PlayerEntry, PlayerSpec,
+                   leaves_per_step)
 
 ARGUMENT = Option(None, str, metavar="CHECKPOINT", help="a checkpoint path")
 OPTIONS = {
@@ -38,8 +41,12 @@ OPTIONS = {
     "c_scale": Option(None, float, low=0, help="gumbel: sigma's c_scale; default: the checkpoint's, else 1"),
     "precision": Option("auto", str, choices=PRECISIONS, noun="precision",
                         help="the network's arithmetic, as search.precision in train.py --help-config"),
+    "parallel": PARALLEL,
+    "virtual_loss": VIRTUAL_LOSS,
+    "seconds": SECONDS,
     "seed": SEED,
 }
+NETWORK_LEAVES = {"cpu": 32}  # the most leaves "auto" gathers per step, by device type; others: 128
 
 
 class AZPlayer(Player):
@@ -50,32 +57,49 @@ class AZPlayer(Player):
     """
 
     def __init__(self, game: Game, net: PolicyValueNet, simulations: int = 200, *, device="cpu", seed=0,
-                 name: str = "az", **search_options):
+                 name: str = "az", parallel: str | int = "auto", seconds: float | None = None, **search_options):
         super().__init__(game, seed)
         self.simulations = read_option("az: option sims", OPTIONS["sims"], simulations, error=UserError)
+        self.parallel = read_option("az: option parallel", OPTIONS["parallel"], str(parallel), error=UserError)
         self.searcher = NetworkSearch(game, net, device=device, **search_options)
+        self.widest = NETWORK_LEAVES.get(torch.device(device).type, 128)
         algorithm = self.searcher.algorithm
         self.spec = f"{name}:sims={simulations}" + (f",algorithm={algorithm}" if algorithm != "puct" else "")
+        self.spec += f",parallel={self.parallel}" if self.parallel != "auto" else ""
+        self.spec += f",seconds={seconds:g}" if seconds else ""
+        self.seconds = seconds
+        self._spare: Tree | None = None  # the last timed search's tree, whose memory the next one reuses
+
+    def leaves_per_step(self, simulations: int | None) -> int:
+        """The leaves each search step gathers per tree for a budget of `simulations` (None: time);
+        Gumbel's search walks one at a time."""
+        if self.searcher.algorithm == "gumbel":
+            return 1
+        return leaves_per_step(self.parallel, simulations, self.widest)
 
     def analyse(self, states, keys=None, *, simulations=None, seconds=None, on_progress=None, should_stop=None):
         keys = self._keys(states, keys)
+        if simulations is None and seconds is None and self.seconds is not None:  # the player's own clock
+            simulations, seconds = self.simulations, self.seconds
         if self.searcher.algorithm == "gumbel":
             return self._analyse_gumbel(states, keys, simulations, seconds, on_progress, should_stop)
         if simulations is None and seconds is None and on_progress is None and should_stop is None:
             tree = self.searcher.fresh_tree(states, keys, self.simulations + 1)
             prior = tree.prior[:, 0].clone()
-            self.searcher.search(tree, self.simulations)
+            self.searcher.search(tree, self.simulations, parallel=self.leaves_per_step(self.simulations))
         else:
             prior, _ = self.searcher.evaluator(states, keys)
             live = None
             if on_progress is not None:
                 def live(tree):
                     on_progress(Analysis.from_tree(tree, tree.root_visits().argmax(dim=1), prior=prior))
+            simulations = simulations if simulations is not None or seconds is not None else self.simulations
             tree = search_with_budget(
                 self.game, states, self.searcher.evaluator, self.searcher.rule, keys,
-                simulations=simulations if simulations is not None or seconds is not None else self.simulations,
-                seconds=seconds, root_prior=prior, on_progress=live, should_stop=should_stop,
+                simulations=simulations, seconds=seconds, root_prior=prior, on_progress=live,
+                should_stop=should_stop, parallel=self.leaves_per_step(simulations), reuse=self._spare,
             )
+            self._spare = tree if tree_bytes(tree) <= SPARE_TREE_BYTES else None
         action = choose("robust", tree.root_visits(), tree.child_value_sum[:, 0])
         return Analysis.from_tree(tree, action, prior=prior)
 
@@ -96,6 +120,19 @@ class AZPlayer(Player):
     def act(self, states, keys=None):
         return self.analyse(states, keys).action
 
+    def close(self) -> None:
+        self._spare = None
+
+    def prepare(self, state) -> None:
+        """Build the network's inference modules for every batch a search calls it with (one
+        position, a few, a full step of leaves: their arithmetic may differ, int8 calibrates
+        once) and compile the search's loops (a short search)."""
+        evaluator = self.searcher.evaluator
+        widest = self.leaves_per_step(None)
+        for size in sorted({1, 2, widest, max(widest, LOW_PRECISION_MIN_BATCH)}):
+            evaluator(state.repeat_interleave(size))
+        self.analyse(state, make_keys(self.seed, state.batch_size), simulations=2 * widest)
+
 
 def build(game: Game, path: str, options: dict, *, device, seed) -> AZPlayer:
     """An AZPlayer for `game` from the checkpoint at `path` (it must be a checkpoint of that game)."""
@@ -113,7 +150,8 @@ def build(game: Game, path: str, options: dict, *, device, seed) -> AZPlayer:
                     algorithm=given("algorithm", "algorithm"), c_init=options["c_init"],
                     considered_actions=given("considered", "considered_actions"),
                     c_visit=given("c_visit", "c_visit"), c_scale=given("c_scale", "c_scale"),
-                    precision=options["precision"])
+                    precision=options["precision"], parallel=options["parallel"],
+                    virtual_loss=options["virtual_loss"], seconds=options["seconds"])
 
 
 def checkpoint_search(data: dict) -> dict:
@@ -133,5 +171,5 @@ def checkpoint_search(data: dict) -> dict:
 
 
 def make_az_player(spec: PlayerSpec, game: Game, *, device="cpu", seed: int | None = None) -> AZPlayer:
-    """The AZPlayer of a parsed `az:PATH[:sims=N,algorithm=A,c_init=C,precision=P,seed=S,...]` spec."""
+    """The AZPlayer of a parsed `az:PATH[:sims=N,algorithm=A,c_init=C,precision=P,parallel=K,seed=S,...]` spec."""
     return PlayerEntry("az", build, "", ARGUMENT, OPTIONS).create(spec, game, device=device, seed=seed)

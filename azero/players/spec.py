@@ -7,6 +7,7 @@ reads a parsed spec against it and calls the player's builder.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -14,9 +15,31 @@ from games import Game
 from games.options import Option, read_option, read_options
 
 from ..errors import UserError
-from ..player import Player
+from ..player import MAX_SECONDS, Player
 
 SEED = Option(None, int, help="random seed, the command's seed unless given")
+SPARE_TREE_BYTES = 512 << 20  # search players keep their last tree for reuse up to this size
+PARALLEL = Option(
+    "auto", str, check=lambda text: text == "auto" or (text.isdigit() and int(text) >= 1),
+    allowed="auto or a whole number at least 1", metavar="K",
+    help="leaves each search step gathers from the tree for one evaluator call (auto: from the budget)",
+)
+SECONDS = Option(None, float, low=0.001, high=MAX_SECONDS, metavar="S",
+                 help="search time a move (the budget then caps it); in a match, play one game at a time (--batch 1)")
+VIRTUAL_LOSS = Option(True, bool, metavar="true|false", help="leaves in flight count as lost visits (false: as visits only, WU-UCT)")
+
+
+def leaves_per_step(choice: str | int, simulations: int | None, widest: int) -> int:
+    """The leaves a search step gathers from each tree (search/engine.py's `parallel`): the
+    number given, or for "auto" about the square root of the simulations, at most `widest`
+    (the evaluator's batch that keeps it busy; `widest` itself for a search bounded by time
+    only). The square root keeps the leaves in flight a small share of the search while a
+    search of a few hundred simulations still fills a batch of 16-32."""
+    if choice != "auto":
+        return int(choice)
+    if simulations is None:
+        return widest
+    return max(1, min(widest, math.isqrt(simulations)))
 
 
 @dataclass

@@ -3,7 +3,7 @@
 The engine (`serve`, scripts/gtp.py) answers on stdin/stdout:
 protocol_version, name, version, known_command, list_commands, quit, boardsize,
 clear_board, komi, play, genmove, reg_genmove, undo, showboard, final_score,
-time_settings, time_left, printsgf. Replies are "= answer" or "? message",
+time_settings, time_left, kgs-time_settings, printsgf. Replies are "= answer" or "? message",
 each followed by an empty line, with the command's numeric id echoed ("=5 D4").
 A command that cannot be carried out (unknown command, bad colour or vertex,
 illegal move, a board size a checkpoint does not play...) gets "? message" and
@@ -24,9 +24,12 @@ passes put in for it. `komi` is ignored in Othello (GRhino does the same).
 included, every stone counted alive), Othello by disc difference. With --sgf
 the game is written as SGF at clear_board, boardsize and quit.
 
-Time: with `time_settings` (and `time_left`) the engine searches until a
-deadline: the time left shared over the moves it expects to play, or the
-byo-yomi period over its stones; without them it uses its own budget.
+Time: with `time_settings` or `kgs-time_settings` (none, absolute, canadian, or
+byoyomi: Japanese periods) and `time_left`, the engine searches until a
+deadline: the time left shared over the moves it expects to play, the byo-yomi
+period over its stones, or one Japanese period; without them it uses its own
+budget. Everything slow (loading the network, compiling the search) happens at
+start-up and at `boardsize` or `komi`, never inside a genmove.
 `genmove` answers `resign` when the win-rate of its move is below the resign
 threshold (off unless given).
 External GTP engines as players live in azero/protocols/gtp_client.py.
@@ -53,7 +56,7 @@ from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_colour, par
 COMMANDS = (
     "protocol_version", "name", "version", "known_command", "list_commands", "quit", "boardsize", "clear_board",
     "komi", "play", "genmove", "reg_genmove", "undo", "showboard", "final_score", "time_settings", "time_left",
-    "printsgf",
+    "kgs-time_settings", "printsgf",
 )
 MARGIN = 0.85  # share of the allotted time spent searching
 OVERHEAD = 0.1  # seconds kept for everything else
@@ -64,15 +67,30 @@ OVERHEAD = 0.1  # seconds kept for everything else
 
 @dataclass
 class Clock:
-    """GTP time settings (seconds) and the time left per colour (seconds, stones; 0 stones = main time)."""
+    """GTP time settings (seconds) and the time left per colour (seconds, stones; 0 stones = main time).
+
+    Canadian byo-yomi (GTP's time_settings, kgs-time_settings canadian): after the main time,
+    `byo_yomi_stones` moves in each period of `byo_yomi_time`. Japanese byo-yomi
+    (kgs-time_settings byoyomi): after the main time, `periods` periods of `byo_yomi_time`
+    each, one move per period, a period lost only when a move overruns it; time_left then
+    gives the current period's time and the periods left in place of stones.
+    """
 
     main_time: float | None = None
     byo_yomi_time: float = 0.0
     byo_yomi_stones: int = 0
+    periods: int = 0  # Japanese byo-yomi's periods (0: Canadian or none)
     left: dict[int, tuple[float, int]] = field(default_factory=dict)
 
     def seconds(self, colour: int, moves_to_play: int) -> float | None:
         """Search time for `colour`'s move, or None without a time limit."""
+        if self.periods > 0:
+            time_left, periods_left = self.left.get(colour, (self.main_time, 0))
+            if periods_left > 0:  # in byo-yomi: one move in this period
+                allowed = min(time_left, self.byo_yomi_time)
+            else:  # main time, with a period to spend on each move after it
+                allowed = time_left / max(moves_to_play, 1) + self.byo_yomi_time
+            return max(0.01, allowed * MARGIN - OVERHEAD)
         if self.main_time is None or (self.byo_yomi_stones == 0 and self.byo_yomi_time > 0):
             return None  # no settings, or GTP's "no time limit" (byo-yomi time without stones)
         time_left, stones = self.left.get(colour, (self.main_time, 0))
@@ -132,6 +150,7 @@ class GTPEngine:
         self.implicit: list[bool] = []  # per move: a pass this engine put in (undone with the next move)
         self.engine_colours: set[int] = set()
         self.resigned: int | None = None
+        self.engine  # an engine for a new board size or komi is made (and prepared) now, not at genmove
 
     def _remake(self, refusal: str, **options) -> Game:
         """The game with other options; GameError starting with `refusal` if it cannot be played."""
@@ -170,7 +189,7 @@ class GTPEngine:
         if command not in COMMANDS:
             return self._reply(number, False, f"unknown command {words[0]!r}")
         try:
-            answer = getattr(self, f"gtp_{command}")(args)
+            answer = getattr(self, f"gtp_{command.replace('-', '_')}")(args)
         except (GameError, UserError) as error:
             return self._reply(number, False, str(error))
         except Exception as error:  # a bug must not end the session either
@@ -260,6 +279,27 @@ class GTPEngine:
         usage = "time_settings MAIN_TIME BYO_YOMI_TIME BYO_YOMI_STONES"
         main, byo_time, stones = _time_numbers(self._arguments(args, 3, usage), (float, float, int), usage)
         self.clock = Clock(main, byo_time, stones)
+
+    def gtp_kgs_time_settings(self, args):
+        usage = ("kgs-time_settings none | absolute MAIN_TIME | byoyomi MAIN_TIME PERIOD_TIME PERIODS | "
+                 "canadian MAIN_TIME BYO_YOMI_TIME STONES")
+        counts = {"none": 1, "absolute": 2, "byoyomi": 4, "canadian": 4}
+        kind = args[0].lower() if args else ""
+        if kind not in counts or len(args) != counts[kind]:
+            raise GameError(f"syntax error: write {usage}")
+        try:
+            main = float(args[1]) if len(args) > 1 else 0.0
+            period, count = (float(args[2]), int(args[3])) if len(args) == 4 else (0.0, 0)
+        except ValueError:
+            raise GameError(f"syntax error: kgs-time_settings {kind} takes numbers") from None
+        if kind == "none":
+            self.clock = Clock()
+        elif kind == "byoyomi" and count > 0:
+            self.clock = Clock(main, period, 0, periods=count)
+        elif kind == "canadian":
+            self.clock = Clock(main, period, count)
+        else:  # absolute, or Japanese byo-yomi without periods
+            self.clock = Clock(main, 0.0, 0)
 
     def gtp_time_left(self, args):
         usage = "time_left COLOR TIME STONES"

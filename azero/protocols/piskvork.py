@@ -9,7 +9,9 @@ from the top, both from 0. Replies: a move "x,y", OK, or
                       an occupied square, a command out of order, an unsupported
                       size or rule); the brain keeps running
 INFO rule: 0 freestyle, 1 exactly five (standard); renju (4) and caro (8) get ERROR.
-The brain searches until a deadline derived from INFO timeout_turn and time_left.
+The brain searches until a deadline derived from INFO timeout_turn and time_left
+(85% of the allowed time, and at least RESERVE seconds less); its slow work (loading the
+network, compiling the search) happens at START, so the first move is timed like the others.
 A brain with a fixed game (a checkpoint's) plays that game's board size and rule only.
 """
 
@@ -27,8 +29,8 @@ from ..errors import UserError
 from ..player import MAX_SECONDS
 from ..session import Engine
 
-MARGIN = 0.85  # share of the allowed time spent searching
-OVERHEAD = 0.15  # seconds kept for everything else
+MARGIN = 0.85  # share of the allowed time spent searching, at most
+RESERVE = 0.08  # seconds kept, at least, for the last search step, the reply and a busy machine's delays
 
 
 def brain_game(width: int, height: int, exact: bool) -> games.Game:
@@ -125,7 +127,7 @@ class Brain:
         if self.time_left is not None:
             empty = self.width * self.height - len(self.board)
             allowed = min(allowed, self.time_left / max(empty / 2, 1))
-        return min(max(0.01, allowed * MARGIN - OVERHEAD), MAX_SECONDS)
+        return min(max(0.01, min(allowed * MARGIN, allowed - RESERVE)), MAX_SECONDS)
 
     def _move(self) -> None:
         state = self._state()

@@ -55,13 +55,15 @@ def search(
     root_prior: torch.Tensor | None = None,
     extra_capacity: int = 0,
     reuse: Tree | None = None,
+    parallel: int = 1,
 ) -> Tree:
     """Search each root with `num_simulations` simulations; returns the trees.
 
     roots: State [B] (unfinished games); keys: long [B] per-tree random keys;
     root_prior: float [B, A] (e.g. the network's policy with Dirichlet noise);
     extra_capacity: room for this many more nodes in the tree returned (for searching on);
-    reuse: an earlier tree nobody reads any more, whose memory the new one may take.
+    reuse: an earlier tree nobody reads any more, whose memory the new one may take;
+    parallel: leaves gathered per tree for each evaluator call (search/engine.py).
 
     A search that fits in INITIAL_TREE_BYTES gets its whole tree at once; a bigger one
     starts there and grows as its simulations add nodes, so its memory follows the
@@ -77,12 +79,13 @@ def search(
                     reuse=reuse)
     done = 0
     while done < num_simulations:
+        left = num_simulations - done
         room = tree.capacity - int(tree.next_node.max())  # each simulation adds at most one node a tree
-        step = min(num_simulations - done, room)
-        if step < min(num_simulations - done, MIN_NODES) and tree.capacity < needed:  # (nearly) full: grow
+        step = min(left, room)
+        if step < min(left, MIN_NODES) and tree.capacity < needed:  # (nearly) full: grow
             tree = grow(tree, min(needed, 2 * tree.capacity))
             continue
-        simulate(tree, game, evaluator, rule, step)
+        simulate(tree, game, evaluator, rule, step, parallel=parallel)
         done += step
     if extra_capacity:
         tree = grow(tree, needed)
@@ -102,10 +105,14 @@ def search_with_budget(
     chunk: int = 32,
     on_progress=None,
     should_stop=None,
+    parallel: int = 1,
+    reuse: Tree | None = None,
 ) -> Tree:
-    """Search until `simulations` are done, or until `seconds` pass (at least one chunk),
-    or until `should_stop()` says so; the tree grows as needed. `on_progress(tree)` is
-    called after every chunk (live analysis).
+    """Search until `simulations` are done, or until `seconds` pass (at least one chunk; no
+    chunk is begun that the last one's duration says would end past the deadline), or until
+    `should_stop()` says so; the tree grows as needed. `on_progress(tree)` is called after
+    every chunk (live analysis); a chunk is at least `parallel` simulations. `reuse`: an
+    earlier tree nobody reads any more, whose memory (and size, if larger) the new one takes.
 
     Memory (search/memory.py): simulations the tree memory limit cannot hold are refused
     before anything is allocated; a search bounded by time alone stops at the limit.
@@ -121,8 +128,10 @@ def search_with_budget(
     most = simulations + 1 if simulations is not None else memory.max_nodes(roots.batch_size, per_node)
     wanted = simulations + 1 if simulations is not None else 1024
     capacity = min(most, wanted, max(INITIAL_TREE_BYTES // (roots.batch_size * per_node), MIN_NODES))
-    tree = new_tree(game, roots, capacity, keys, root_prior=root_prior, with_prior=rule.uses_prior)
-    done = 0
+    if reuse is not None and reuse.batch_size == roots.batch_size:  # a timed search's last tree: its size again
+        capacity = max(capacity, min(most, reuse.capacity))
+    tree = new_tree(game, roots, capacity, keys, root_prior=root_prior, with_prior=rule.uses_prior, reuse=reuse)
+    done, chunk = 0, max(chunk, parallel)
     while True:
         step = chunk if simulations is None else min(chunk, simulations - done)
         if step <= 0:
@@ -133,11 +142,13 @@ def search_with_budget(
             step = min(step, tree.capacity - int(tree.next_node.max()))
             if step <= 0:  # at the memory limit: search no further
                 break
-        simulate(tree, game, evaluator, rule, step)
+        began = time.monotonic()
+        simulate(tree, game, evaluator, rule, step, parallel=parallel)
         done += step
         if on_progress is not None:
             on_progress(tree)
-        if deadline is not None and time.monotonic() >= deadline:
+        now = time.monotonic()
+        if deadline is not None and now + (now - began) >= deadline:
             break
         if should_stop is not None and should_stop():
             break

@@ -1,18 +1,32 @@
 """One simulation step advances all B trees together: select, expand, evaluate, back up.
 
     tree = new_tree(game, roots, capacity=S + 1, keys=keys)
-    simulate(tree, game, evaluator, rule, S)
+    simulate(tree, game, evaluator, rule, S)               # one leaf per tree and step
+    simulate(tree, game, evaluator, rule, S, parallel=32)  # up to 32 leaves per tree and step
 
 Selection walks all B trees down in lock-step, one level per iteration, with the
 rule (UCB1, PUCT, Gumbel) choosing at each node; a tree stops at an action whose child
-does not exist yet (it is expanded: one `game.step` for all such trees) or at a
-finished game.  All new leaves are evaluated in one call, and the values are
-added along every path with one scatter-add.  Randomness comes from per-tree
-keys folded with the simulation and depth, so each tree's search is the same
-alone or in any batch (with a network evaluator in float32: in its default "auto"
-precision it computes batches of 16 or more in bfloat16, see azero.network).
+does not exist yet (the new node, a leaf: one `game.step` for all of them) or at a
+finished game (its result is the value, backed up at once). All new leaves are
+evaluated in one call, and the values are added along every path. Randomness comes
+from per-tree keys folded with the simulation and depth, so each tree's search is the
+same alone or in any batch (with a network evaluator in float32: in its default "auto"
+precision it computes batches of 16 or more in int8 or bfloat16, see azero.network).
+A caller may impose each root's action (`root_action`: Gumbel's sequential halving,
+search/gumbel.py).
 
-On a CPU, with UCB1, PUCT or Gumbel, the descent and the backup run as compiled loops over
+Leaf parallelism: with `parallel=K` a step walks each tree up to K times before
+evaluating, and the K leaves of all B trees go to the evaluator in one call (one
+network forward pass, one batched rollout). Each walk leaves pending visits on its
+path (the tree's `pending` field), which the rule counts (selection.py: as virtual
+losses, or as visits only), so the next walk of the step goes elsewhere. A walk that
+reaches a leaf an earlier walk of the step found (a collision) adds nothing but its
+pending visits, which keep later walks away; after K collisions a tree stops
+gathering for this step. Each tree gets exactly the simulations asked for; K = 1 is
+the sequential search, simulation for simulation. UCB1 and PUCT take K > 1; Gumbel
+and imposed root actions walk one leaf at a time.
+
+On a CPU, with UCB1, PUCT or Gumbel, the walks and the backup run as compiled loops over
 the trees (search/kernels.py) with the same rules as the torch form below (children whose
 scores tie to within float32 rounding of a logarithm may be ordered differently).
 """
@@ -28,6 +42,7 @@ from games.base import player_signs
 from games.random import step_keys, uniform_draw
 
 from . import kernels
+from .kernels import Leaves
 from .selection import NodeView
 from .tree import ROOT, Tree
 
@@ -65,8 +80,9 @@ def _rows(array: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
 
 
 def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor, active: torch.Tensor | None = None,
-               root: bool = False) -> NodeView:
-    """The NodeView of node `flat` (index b * N + n) of each tree (`root`: the roots)."""
+               with_pending: bool = False, root: bool = False) -> NodeView:
+    """The NodeView of node `flat` (index b * N + n) of each tree; the pending visits too if
+    asked (`root`: the nodes are the roots)."""
     visits = _rows(tree.visits, flat)
     raw_value = None
     if tree.prior is not None:  # PUCT's first-play urgency and Gumbel's mixed value need the node's own values
@@ -75,6 +91,13 @@ def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor, activ
         raw_value = _rows(tree.raw_value, flat) * q_sign
     else:
         q = torch.zeros_like(visits)
+    pending = child_pending = None
+    if with_pending:
+        pending = _rows(tree.pending, flat)
+        children = _rows(tree.children, flat).long()
+        tree_base = flat.div(tree.capacity, rounding_mode="floor").mul_(tree.capacity).unsqueeze(1)
+        child_pending = tree.pending.view(-1).take(children.clamp(min=0) + tree_base)
+        child_pending = child_pending.masked_fill_(children < 0, 0.0)
     return NodeView(
         visits=visits,
         q=q,
@@ -84,6 +107,8 @@ def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor, activ
         legal=_rows(tree.legal, flat),
         uniform=uniform_draw,
         active=active,
+        pending=pending,
+        child_pending=child_pending,
         raw_value=raw_value,
         root=root,
     )
@@ -96,132 +121,217 @@ def simulate(
     rule: Rule,
     num_simulations: int,
     *,
+    parallel: int = 1,
     root_action: RootAction | None = None,
 ) -> Tree:
-    """Run `num_simulations` simulations in each of the B trees (in place); returns the tree.
+    """Run `num_simulations` simulations in each of the B trees (in place), gathering up to
+    `parallel` leaves per tree for each evaluator call; returns the tree.
 
     root_action: the action each simulation takes at each root instead of the rule's choice:
     long [B] for every simulation of the call, or a function called before each simulation
     that returns them (Gumbel's sequential halving chooses there, search/gumbel.py).
     """
+    if parallel < 1:
+        raise ValueError(f"parallel must be at least 1, not {parallel}")
+    if parallel > 1 and root_action is not None:
+        raise ValueError("a search with imposed root actions walks one leaf at a time; use parallel=1")
+    if parallel > 1 and not hasattr(rule, "virtual_loss"):
+        raise ValueError(f"{type(rule).__name__} selection walks one leaf at a time; use parallel=1")
     # Inference mode spares the many small tensor operations autograd's bookkeeping. The
     # tree's arrays stay normal tensors (only written in place here), and nothing made here
     # outlives the call (caches that do are built with inference mode off).
     with torch.inference_mode():
-        return _simulate(tree, game, evaluator, rule, num_simulations, root_action)
+        return _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_action)
 
 
-def _simulate(tree, game, evaluator, rule, num_simulations, root_action=None) -> Tree:
+def _budgets(tree: Tree, num_simulations: int, parallel: int):
+    """The walks each tree makes in each step (long [B] per step) until every tree has done
+    `num_simulations` more: one step per simulation when parallel is 1 (no walk is lost then)."""
+    batch = tree.batch_size
+    if parallel == 1:
+        ones = torch.ones(batch, dtype=torch.long)
+        for _ in range(num_simulations):
+            yield ones
+        return
+    target = tree.visits[:, ROOT] + float(num_simulations)
+    while True:
+        remaining = (target - tree.visits[:, ROOT]).long()
+        if int(remaining.max()) <= 0:
+            return
+        yield remaining.clamp_(min=0, max=parallel)
+
+
+def _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_action=None) -> Tree:
+    needs_keys = getattr(evaluator, "uses_keys", True)
+    walker = kernels.Walker(tree, rule, parallel) if kernels.supports(rule, tree) else None
+    for budget in _budgets(tree, num_simulations, parallel):
+        first = root_action() if callable(root_action) else root_action
+        if walker is not None:
+            leaves = walker.gather(budget, first)
+        else:
+            leaves, rounds = _gather(tree, rule, budget.to(tree.visits.device), parallel > 1, needs_keys, first)
+        value = _expand(tree, game, evaluator, leaves, leaves.keys if needs_keys else None, walker)
+        if walker is not None:
+            walker.backup(leaves, value)
+        else:
+            _backup_rounds(tree, rounds, value)
+    return tree
+
+
+# -- the torch form of a step's walks ------------------------------------------------------------
+
+
+def _gather(tree: Tree, rule: Rule, budget: torch.Tensor, track_pending: bool, leaf_keys: bool,
+            root_action: torch.Tensor | None = None) -> tuple[Leaves, list]:
+    """The torch form of kernels.Walker.gather: walk every tree up to budget[b] times, the
+    walks of all trees in lock-step, one walk per tree at a time (a round); root_action
+    (long [B]): each walk's first action instead of the rule's.
+
+    Returns the leaves (in the order of the rounds, then the trees; keys only if
+    `leaf_keys`, else anything) and the rounds, for the
+    backup: (path, edges, the trees that found a leaf bool [B], the trees whose walk left
+    pending visits bool [B] or None without pending visits) each.
+    """
     batch, capacity, actions = tree.batch_size, tree.capacity, tree.num_actions
     device = tree.visits.device
-    rows = torch.arange(batch, device=device)
-    base = rows * capacity
-    needs_keys = rule.uses_uniform or getattr(evaluator, "uses_keys", True)
-    # each simulation adds at most one node to a tree: check fullness only when it can happen
-    check_full = int(tree.next_node.max()) + num_simulations > capacity
-    if kernels.supports(rule, tree):
-        return _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full, needs_keys, root_action)
-    for _ in range(num_simulations):
-        if check_full and int(tree.next_node.max()) >= capacity:
-            raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
-        # keys from each tree's own simulation counter, for rules and evaluators that draw random numbers
-        sim_keys = step_keys(tree.keys, tree.visits[:, ROOT].long()) if needs_keys else None
-        first = root_action() if callable(root_action) else root_action
-        # -- select ------------------------------------------------------------------------
-        # path[d]: the node at depth d of each tree's path, _PAST_END past its end; the node
-        # a tree expands (next_node, known in advance) sits at its depth. edges[d]: the edge
-        # from path[d] to path[d + 1], as a flat index into the [B, N, A] arrays.
-        node = torch.full((batch,), ROOT, dtype=torch.long, device=device)
-        path, edges = [node], []
-        active = torch.ones(batch, dtype=torch.bool, device=device)
-        expand_action = torch.full((batch,), NO_ACTION, dtype=torch.long, device=device)
-        new_node = tree.next_node.clone()
-        depth = 0
-        while True:
-            flat = base + node
-            if depth == 0 and first is not None:
-                action = first
-            else:
-                draw = uniform_draw(sim_keys, depth) if rule.uses_uniform else None  # UCB1's untried moves
-                action = rule.select(_node_view(tree, flat, draw, active if depth else None, root=depth == 0))
-            edge = flat * actions + action
-            child = tree.children.view(-1).index_select(0, edge).long()
-            open_node = active & ~tree.terminal.view(-1).index_select(0, flat)
-            go = open_node & (child >= 0)
-            expand_here = open_node & (child < 0)
-            expand_action = torch.where(expand_here, action, expand_action)
-            edges.append(edge)
-            path.append(torch.where(go, child, torch.where(expand_here, new_node, _PAST_END)))
-            if not bool(go.any()):
-                break
-            node = torch.where(go, child, node)
-            active = go
-            depth += 1
-        # -- expand and evaluate -------------------------------------------------------------
-        value = _expand_where_needed(tree, game, evaluator, rows, node, expand_action, sim_keys)
-        # -- back up -------------------------------------------------------------------------
-        _backup(tree, torch.stack(path), torch.stack(edges), value)
-    return tree
+    base = torch.arange(batch, device=device) * capacity
+    start = tree.visits[:, ROOT].long()
+    found = torch.zeros(batch, dtype=torch.long, device=device)
+    collided = torch.zeros_like(found)
+    parts: list[list[torch.Tensor]] = [[] for _ in Leaves._fields]
+    rounds = []
+    # at most budget[b] walks that find a leaf or a finished game and budget[b] collisions
+    for walk in range(2 * int(budget.max()) if track_pending else 1):
+        active = (found < budget) & (collided < budget)
+        if walk and not bool(active.any()):
+            break
+        keys = step_keys(tree.keys, start + walk) if rule.uses_uniform or leaf_keys else None
+        path, edges, last, expand_action, collide = _walk(
+            tree, rule, base, active, keys if rule.uses_uniform else None, track_pending, root_action)
+        expanding = expand_action >= 0
+        ends = active & ~expanding & ~collide
+        if bool(ends.any()):  # finished games: back up their results now
+            value = tree.terminal_value.view(-1).index_select(0, base + last)
+            _backup(tree, path, edges, value, ends)
+        leaf_rows = expanding.nonzero().squeeze(1)
+        if leaf_rows.numel():
+            new = tree.next_node.index_select(0, leaf_rows)
+            if int(new.max()) >= capacity:
+                raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
+            parent = last.index_select(0, leaf_rows)
+            action = expand_action.index_select(0, leaf_rows)
+            flat = base.index_select(0, leaf_rows) + new
+            tree.children.view(-1).index_copy_(
+                0, (base.index_select(0, leaf_rows) + parent) * actions + action, new.to(tree.children.dtype))
+            tree.parent.view(-1).index_copy_(0, flat, parent)
+            tree.action.view(-1).index_copy_(0, flat, action)
+            tree.next_node.index_copy_(0, leaf_rows, new + 1)
+            leaf_keys_now = keys.index_select(0, leaf_rows) if keys is not None else leaf_rows
+            for part, values in zip(parts, (leaf_rows, new, parent, action, leaf_keys_now)):
+                part.append(values)
+        walked = expanding | collide if track_pending else None
+        if walked is not None:
+            _add_pending(tree, path, walked, 1.0)
+        rounds.append((path, edges, expanding, walked))
+        found += (expanding | ends).long()
+        collided += collide.long()
+    empty = torch.zeros(0, dtype=torch.long, device=device)
+    return Leaves(*(torch.cat(part) if part else empty for part in parts)), rounds
 
 
-def _simulate_compiled(tree, game, evaluator, rule, num_simulations, check_full, needs_keys, root_action) -> Tree:
-    """The loop of `_simulate` with the descent and the backup compiled (search/kernels.py)."""
-    capacity = tree.capacity
-    rows = torch.arange(tree.batch_size)
-    walker = kernels.Walker(tree, rule)
-    for _ in range(num_simulations):
-        if check_full and int(tree.next_node.max()) >= capacity:
-            raise RuntimeError(f"search tree is full ({capacity} nodes); allocate more capacity")
-        sim_keys = step_keys(tree.keys, tree.visits[:, ROOT].long()) if needs_keys else None
-        walker.descend(sim_keys if rule.uses_uniform else None, root_action() if callable(root_action) else root_action)
-        value = _expand_where_needed(tree, game, evaluator, rows, walker.last, walker.expand_action, sim_keys, walker)
-        walker.backup(value)
-    return tree
+def _walk(tree: Tree, rule: Rule, base: torch.Tensor, active: torch.Tensor, keys: torch.Tensor | None,
+          with_pending: bool, root_action: torch.Tensor | None = None):
+    """One walk down each active tree (bool [B]), all trees a level at a time.
 
-
-def _expand_where_needed(tree, game, evaluator, rows, node, expand_action, sim_keys, walker=None) -> torch.Tensor:
-    """Expand and evaluate the trees whose descent ended at an unexpanded edge (expand_action
-    not NO_ACTION); the others stopped at a finished game, whose result is their value. Returns float [B]."""
-    value = tree.terminal_value.view(-1).index_select(0, rows * tree.capacity + node)
-    expanding = (expand_action >= 0).nonzero().squeeze(1)
-    if expanding.numel() == rows.numel():  # the usual case: every tree expands a node
-        return _expand(tree, game, evaluator, rows, node, expand_action, sim_keys, value, walker)
-    if expanding.numel():
-        return _expand(
-            tree,
-            game,
-            evaluator,
-            expanding,
-            node.index_select(0, expanding),
-            expand_action.index_select(0, expanding),
-            None if sim_keys is None else sim_keys.index_select(0, expanding),
-            value,
-            walker,
-        )
-    return value
-
-
-def _expand(
-    tree: Tree,
-    game: Game,
-    evaluator: Evaluator,
-    rows: torch.Tensor,
-    parent: torch.Tensor,
-    action: torch.Tensor,
-    keys: torch.Tensor | None,
-    value: torch.Tensor,
-    walker: "kernels.Walker | None" = None,
-) -> torch.Tensor:
-    """Create one child in each tree of `rows` (long [n]) and evaluate it; returns the values [B].
-
-    parent, action, keys: long [n], for those trees (keys None for evaluators without randomness).
-    With a walker (the compiled loop), its `record` writes the new nodes' fields in one call.
+    Returns path long [D + 1, B] (the nodes from the root down, the new node of a tree that
+    expands at its depth, the leaf it collided with for a tree that collides, _PAST_END past
+    the end), edges long [D, B] (flat indices into [B, N, A] of the edges between), the last
+    node each walk stood on (the new node's parent, the collided leaf's parent, a finished
+    game), the action to expand (NO_ACTION where none) and whether the walk collided.
     """
-    capacity, actions = tree.capacity, tree.num_actions
-    parent_flat = rows * capacity + parent
-    new = tree.next_node.index_select(0, rows)
-    new_flat = rows * capacity + new
-    parent_states = tree.states.take(parent_flat)
+    batch, actions = tree.batch_size, tree.num_actions
+    everywhere = bool(active.all())
+    node = torch.full((batch,), ROOT, dtype=torch.long, device=base.device)
+    path, edges = [node], []
+    expand_action = torch.full((batch,), NO_ACTION, dtype=torch.long, device=base.device)
+    collide = torch.zeros(batch, dtype=torch.bool, device=base.device)
+    new_node = tree.next_node.clone()
+    walking, depth = active, 0
+    while True:
+        flat = base + node
+        draw = uniform_draw(keys, depth) if keys is not None else None  # UCB1's untried moves
+        if depth == 0 and root_action is not None:
+            action = root_action
+        else:
+            view = _node_view(tree, flat, draw, None if depth == 0 and everywhere else walking, with_pending,
+                              root=depth == 0)
+            action = rule.select(view)
+        edge = flat * actions + action
+        child = tree.children.view(-1).index_select(0, edge).long()
+        open_node = walking & ~tree.terminal.view(-1).index_select(0, flat)
+        exists = child >= 0
+        if with_pending:  # a child without visits is a leaf an earlier walk of this step found
+            unvisited = tree.visits.view(-1).index_select(0, base + child.clamp(min=0)) == 0
+            hit = open_node & exists & unvisited
+            collide |= hit
+            go = open_node & exists & ~unvisited
+        else:
+            hit, go = None, open_node & exists
+        expand_here = open_node & ~exists
+        expand_action = torch.where(expand_here, action, expand_action)
+        edges.append(edge)
+        stop = torch.where(expand_here, new_node, _PAST_END)
+        path.append(torch.where(go if hit is None else go | hit, child, stop))
+        if not bool(go.any()):
+            break
+        node = torch.where(go, child, node)
+        walking = go
+        depth += 1
+    return torch.stack(path), torch.stack(edges), node, expand_action, collide
+
+
+def _add_pending(tree: Tree, path: torch.Tensor, trees: torch.Tensor, delta: float) -> None:
+    """`delta` pending visits on every node of the paths of `trees` (bool [B])."""
+    batch, capacity = tree.batch_size, tree.capacity
+    weight = ((path >= 0) & trees).float().mul_(delta)
+    flat = path.clamp(min=0) + torch.arange(0, batch * capacity, capacity, device=path.device)
+    tree.pending.view(-1).index_add_(0, flat.view(-1), weight.view(-1))
+
+
+def _backup_rounds(tree: Tree, rounds: list, value: torch.Tensor) -> None:
+    """Back up the values of the leaves (float [n], in the order `_gather` found them), round
+    by round, and take back the pending visits the walks left."""
+    start = 0
+    for path, edges, expanding, walked in rounds:
+        count = int(expanding.sum())
+        if count:
+            per_tree = torch.zeros(tree.batch_size, device=value.device)
+            per_tree.index_copy_(0, expanding.nonzero().squeeze(1), value[start:start + count])
+            _backup(tree, path, edges, per_tree, expanding)
+            start += count
+        if walked is not None:
+            _add_pending(tree, path, walked, -1.0)
+
+
+# -- expansion and backup ------------------------------------------------------------------------
+
+
+def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: torch.Tensor | None,
+            walker: "kernels.Walker | None" = None) -> torch.Tensor:
+    """Compute the leaves' positions (one `game.step`), write their fields and evaluate them.
+
+    leaves: the new nodes, whose parent links the walks wrote; keys: long [n] for the
+    evaluator (None for evaluators without randomness). With a walker (the compiled loop),
+    its `record` writes the fields in one call. Returns the values float [n], first player's view.
+    """
+    rows, new = leaves.rows, leaves.nodes
+    if rows.numel() == 0:
+        return torch.zeros(0, device=tree.visits.device)
+    capacity = tree.capacity
+    tree_base = rows * capacity
+    new_flat = tree_base + new
+    action = leaves.actions
+    parent_states = tree.states.take(tree_base + leaves.parents)
     states = game.step(parent_states, action, trusted=True)  # legal by construction
     legal = game.legal_mask(states)
     result = game.result(states)
@@ -231,20 +341,16 @@ def _expand(
 
     tree.states.put_(new_flat, states)
     if walker is not None:
-        walker.record(rows, parent, action, new, parent_states, states, legal, result)
+        walker.record(leaves, parent_states, states, legal, result)
     else:
         signs = player_signs(states.device, torch.float32)
         mover = signs.index_select(0, parent_states.to_play)
         put(tree.mover_sign, mover)
         if tree.prior is not None:  # only PUCT's first-play urgency reads q_sign
             put(tree.q_sign, mover * signs.index_select(0, states.to_play))
-        put(tree.parent, parent)
-        put(tree.action, action)
         put(tree.legal, legal)
         put(tree.terminal, states.done)
         put(tree.terminal_value, result)
-        tree.children.view(-1).index_copy_(0, parent_flat * actions + action, new.to(tree.children.dtype))
-        tree.next_node.index_copy_(0, rows, new + 1)
 
     prior, leaf_value = evaluator(states, keys, legal)
     leaf_value = torch.where(states.done, result, leaf_value)
@@ -253,19 +359,21 @@ def _expand(
             prior = legal.float() / legal.sum(dim=1, keepdim=True).clamp(min=1)
         put(tree.prior, prior)
         put(tree.raw_value, leaf_value * tree.mover_sign.view(-1).index_select(0, new_flat))
-    return value.index_copy(0, rows, leaf_value)
+    return leaf_value
 
 
-def _backup(tree: Tree, path: torch.Tensor, edges: torch.Tensor, value: torch.Tensor) -> None:
-    """Add `value` (first player's view, float [B]) to every node and edge on each path.
+def _backup(tree: Tree, path: torch.Tensor, edges: torch.Tensor, value: torch.Tensor, trees: torch.Tensor) -> None:
+    """Add one visit of `value` (first player's view, float [B]) to every node and edge on the
+    paths of `trees` (bool [B]).
 
     path: long [D + 1, B], node indices from the root down, _PAST_END past a path's end;
     edges: long [D, B], flat indices (into [B, N, A]) of the edges from path[d] to
     path[d + 1] (some valid edge of the tree where path[d + 1] is _PAST_END). No boolean
-    indexing: entries past a path's end add zero (to the root, or to that edge).
+    indexing: entries past a path's end, and the paths of other trees, add zero (to the
+    root, or to that edge).
     """
     batch, capacity = tree.batch_size, tree.capacity
-    weight = (path >= 0).float()
+    weight = ((path >= 0) & trees).float()
     flat = path.clamp(min=0) + torch.arange(0, batch * capacity, capacity, device=path.device)
     flat = flat.view(-1)
     signed = (value * weight).view(-1) * tree.mover_sign.view(-1).index_select(0, flat)

@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from games import Game, State
 from games.random import fold
+
+ONE_THREAD_ROLLOUTS = 256  # batches of rollouts up to this size run on one CPU thread
+
+
+@contextlib.contextmanager
+def one_thread_if(condition: bool):
+    """torch's intra-op threads set to one for the block, if `condition` (process-wide while it runs)."""
+    before = torch.get_num_threads()
+    change = condition and before != 1
+    if change:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if change:
+            torch.set_num_threads(before)
 
 
 class RolloutEvaluator:
@@ -13,7 +31,9 @@ class RolloutEvaluator:
 
     No prior: rules that use one see a uniform prior. All rollouts of a batch run
     together (games may use a faster method of the same distribution, see
-    Game.random_playout).
+    Game.random_playout). A small batch (a leaf-parallel step of one game) runs on one
+    CPU thread: its operations are too small for a second thread to help, and on a busy
+    machine every operation split over two threads waits for the slower one.
     """
 
     def __init__(self, game: Game, rollouts: int = 1):
@@ -21,6 +41,10 @@ class RolloutEvaluator:
         self.rollouts = rollouts
 
     def __call__(self, states: State, keys: torch.Tensor, legal: torch.Tensor | None = None) -> tuple[None, torch.Tensor]:
+        with one_thread_if(states.batch_size * self.rollouts <= ONE_THREAD_ROLLOUTS and states.device.type == "cpu"):
+            return self._play_out(states, keys)
+
+    def _play_out(self, states: State, keys: torch.Tensor) -> tuple[None, torch.Tensor]:
         if self.rollouts == 1:
             return None, self.game.random_playout(states, keys ^ 0x5EED)  # playouts hash their keys
         n = states.batch_size

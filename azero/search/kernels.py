@@ -1,6 +1,6 @@
 """Compiled CPU loops (numba) for the parts of a simulation that walk each tree: the
 descent through the tree (selection), the new nodes' bookkeeping and the backup of the
-leaf value along the path; and for the subtree kept between moves.
+leaf value along the path (the subtree kept between moves: search/subtree_kernels.py).
 
 The engine's torch form does each level of every tree's descent as a dozen operations
 over [B, A] arrays, with a Python round trip per level; on a CPU that overhead, not the
@@ -14,15 +14,15 @@ and torch's vectorised one differ in the last bit for some visit counts, so two 
 whose scores tie to within that may be ordered differently by the two forms; each form is
 deterministic and batch-independent on its own.
 
-The subtree is field-generic: one kernel maps the nodes, and gathers compiled per dtype
-copy the arrays of search.tree.FIELDS (those of one dtype and rank in one pass). These
-loops take the tree's conventions as plain numbers: node 0 is the root and a negative
-node index is no node (search.tree's ROOT, NO_PARENT, UNEXPANDED; this module sits below
-search.tree and does not import it).
+These loops take the tree's conventions as plain numbers: node 0 is the root and a
+negative node index is no node (search.tree's ROOT, NO_PARENT, UNEXPANDED; this module sits
+below search.tree and does not import it).
 See games.kernels for the why, AZERO_NO_KERNELS, and a note on numba's disk cache.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -34,6 +34,8 @@ from games.kernels import hash_one, njit, nth_of
 from .selection import PUCT, UCB1, Gumbel
 
 UCB1_KIND, PUCT_KIND, GUMBEL_KIND = 1, 2, 3
+TERMINAL, NEW_LEAF, COLLISION = 0, 1, 2  # how a walk down a tree ends
+_INF = np.float32(np.inf)
 _TINY = np.float32(np.finfo(np.float32).tiny)
 
 
@@ -41,6 +43,11 @@ _TINY = np.float32(np.finfo(np.float32).tiny)
 def _uniform_draw(key, depth):  # pragma: no cover - compiled; games.random.uniform_draw, one value
     v = hash_one(key + (((depth + 1) * 0x632BE5AB) & 0xFFFFFFFF))
     return np.float32(v >> 8) * np.float32(1.0 / (1 << 24))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _step_key(key, counter):  # pragma: no cover - compiled; games.random.step_keys, one value
+    return hash_one(key * 0x9E3779B1 + counter)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -78,130 +85,219 @@ def _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_vis
     return total
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _select(
+    kind, virtual_loss, flat, key, depth, children, child_visits, child_value_sum, legal, prior, visits, value_sum,
+    q_sign, pending, raw_value, base, c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced, flight, scores,
+):  # pragma: no cover - compiled; selection.UCB1.select, PUCT.select and Gumbel.select for one node
+    actions = children.shape[1]
+    if kind == GUMBEL_KIND:  # (its searches walk one leaf at a time: no pending visits)
+        raw = raw_value[flat] * q_sign[flat]
+        total = _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, scores)
+        top = scores[_first_max(scores, actions)]
+        mass = np.float32(0.0)
+        for a in range(actions):
+            if legal[flat, a] != 0:
+                mass += np.exp(scores[a] - top)
+        for a in range(actions):  # pi'(a) - N(a) / (1 + sum N), -inf if illegal
+            if legal[flat, a] != 0:
+                scores[a] = np.exp(scores[a] - top) / mass - child_visits[flat, a] / (np.float32(1.0) + total)
+        return _first_max(scores, actions)
+    # the descents in flight through each child (zeros, and the sequential scores, when none is)
+    node_pending = pending[flat]
+    for a in range(actions):
+        flight[a] = np.float32(0.0)
+    if node_pending > 0:
+        for a in range(actions):
+            child = children[flat, a]
+            if child >= 0:
+                flight[a] = pending[base + child]
+    n_parent = max(visits[flat] + node_pending, np.float32(1.0))
+    action = 0
+    if kind == UCB1_KIND:
+        untried = 0
+        for a in range(actions):  # branch-free, vectorised
+            untried += (legal[flat, a] != 0) & (child_visits[flat, a] == 0) & (flight[a] == 0)
+        if untried > 0:
+            nth = nth_of(_uniform_draw(key, depth), untried)
+            seen = 0
+            for a in range(actions):
+                seen += (legal[flat, a] != 0) & (child_visits[flat, a] == 0) & (flight[a] == 0)
+                if seen > nth:
+                    action = a
+                    break
+        else:
+            weight = np.sqrt(np.log(n_parent)) * np.float32(2.0 * c)
+            for a in range(actions):  # vectorised: every child's score, -inf if untried
+                total = child_visits[flat, a] + flight[a]
+                n = max(total, np.float32(1.0))
+                if virtual_loss:
+                    mean = (child_value_sum[flat, a] - flight[a]) / n
+                else:
+                    mean = child_value_sum[flat, a] / max(child_visits[flat, a], np.float32(1.0))
+                score = mean + weight * (np.float32(1.0) / np.sqrt(n))
+                scores[a] = score if total != 0 else -_INF
+            action = _first_max(scores, actions)
+    else:
+        w = np.log1p((n_parent + np.float32(1.0)) * np.float32(1.0 / c_base)) + np.float32(c_init)
+        w = w * np.sqrt(n_parent) * np.float32(2.0)
+        q = value_sum[flat] / max(visits[flat], np.float32(1.0)) * q_sign[flat]
+        fpu = min(max(q - np.float32(2.0 * fpu_reduction), np.float32(-1.0)), np.float32(1.0)) / w
+        for a in range(actions):  # vectorised: every child's score, -inf if illegal
+            n = child_visits[flat, a] + flight[a]
+            if virtual_loss:
+                exploit = (child_value_sum[flat, a] - flight[a]) / (n * w) if n > 0 else fpu
+            else:
+                done = child_visits[flat, a]
+                exploit = child_value_sum[flat, a] / (done * w) if done > 0 else fpu
+            score = exploit + prior[flat, a] / (n + np.float32(1.0))
+            scores[a] = score if legal[flat, a] != 0 else -_INF
+        if depth == 0 and forced > 0:  # forced playouts (selection.PUCT._forced): root moves short of theirs first
+            root_total = np.float32(0.0)  # the visits counting those in flight, n + o, as in selection.py
+            for a in range(actions):
+                root_total += child_visits[flat, a] + flight[a]
+            for a in range(actions):
+                n = child_visits[flat, a] + flight[a]
+                if legal[flat, a] != 0 and n < np.sqrt(np.float32(forced) * prior[flat, a] * root_total):
+                    scores[a] = _INF
+        action = _first_max(scores, actions)
+    return action
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_pending(base, node, delta, parent, pending):  # pragma: no cover - compiled
+    """`delta` descents in flight through `node` and its ancestors."""
+    while node >= 0:
+        pending[base + node] += delta
+        node = parent[base + node]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_value(
+    base, node, value, pending_delta, parent, action_of, mover_sign, visits, value_sum, pending, child_visits,
+    child_value_sum,
+):  # pragma: no cover - compiled; engine._backup for one path, from its last node up
+    """One visit of `value` (first player's view) to `node` and its ancestors, and to the edges between."""
+    while node >= 0:
+        flat = base + node
+        signed = value * mover_sign[flat]
+        visits[flat] += np.float32(1.0)
+        value_sum[flat] += signed
+        pending[flat] += pending_delta
+        up = parent[flat]
+        if up >= 0:  # the edge into the node: the chooser's view at the parent is the mover's here
+            child_visits[base + up, action_of[flat]] += np.float32(1.0)
+            child_value_sum[base + up, action_of[flat]] += signed
+        node = up
+
+
 @njit(cache=True, nogil=True)
-def _descend(
-    kind, children, child_visits, child_value_sum, legal, prior, visits, value_sum, q_sign, terminal, raw_value,
-    keys, next_node, root_action, capacity, c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced,
-    path, edges, length, expand_action, last,
-):  # pragma: no cover - compiled
+def _gather(
+    kind, virtual_loss, children, child_visits, child_value_sum, legal, prior, visits, value_sum, q_sign, terminal,
+    terminal_value, mover_sign, parent, action_of, pending, raw_value,
+    keys, next_node, budget, root_action, capacity, c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced,
+    leaf_rows, leaf_nodes, leaf_parents, leaf_actions, leaf_keys, collision_rows, collision_nodes, counts,
+):  # pragma: no cover - compiled; the walks of one step of engine._simulate
     batch = next_node.shape[0]
     actions = children.shape[1]
-    inf = np.float32(np.inf)
     scores = np.empty(actions, dtype=np.float32)
+    flight = np.empty(actions, dtype=np.float32)
+    leaves = 0
+    collisions = 0
+    full = 0
     for b in range(batch):
         base = b * capacity
-        node = 0  # the root
-        path[b, 0] = node
-        depth = 0
-        expand_action[b] = NO_ACTION
-        while True:
-            flat = base + node
-            n_parent = max(visits[flat], np.float32(1.0))
+        counter = np.int64(visits[base])  # the root's visits number the simulations: their random keys
+        found = 0
+        collided = 0
+        while found < budget[b] and collided < budget[b]:
+            key = _step_key(keys[b], counter)
+            counter += 1
+            node = 0  # the root
+            depth = 0
+            end = TERMINAL
             action = 0
-            if depth == 0 and root_action[b] >= 0:  # chosen by the caller (Gumbel's sequential halving)
-                action = root_action[b]
-            elif kind == GUMBEL_KIND:
-                raw = raw_value[flat] * q_sign[flat]
-                total = _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, scores)
-                top = scores[_first_max(scores, actions)]
-                mass = np.float32(0.0)
-                for a in range(actions):
-                    if legal[flat, a] != 0:
-                        mass += np.exp(scores[a] - top)
-                for a in range(actions):  # pi'(a) - N(a) / (1 + sum N), -inf if illegal
-                    if legal[flat, a] != 0:
-                        scores[a] = np.exp(scores[a] - top) / mass - child_visits[flat, a] / (np.float32(1.0) + total)
-                action = _first_max(scores, actions)
-            elif kind == UCB1_KIND:
-                untried = 0
-                for a in range(actions):  # branch-free, vectorised
-                    untried += (legal[flat, a] != 0) & (child_visits[flat, a] == 0)
-                if untried > 0:
-                    nth = nth_of(_uniform_draw(keys[b], depth), untried)
-                    seen = 0
-                    for a in range(actions):
-                        seen += (legal[flat, a] != 0) & (child_visits[flat, a] == 0)
-                        if seen > nth:
-                            action = a
-                            break
+            while True:
+                flat = base + node
+                if terminal[flat]:  # a finished game: its result is the value
+                    break
+                if depth == 0 and root_action[b] >= 0:  # chosen by the caller (Gumbel's sequential halving)
+                    action = root_action[b]
                 else:
-                    weight = np.sqrt(np.log(n_parent)) * np.float32(2.0 * c)
-                    for a in range(actions):  # vectorised: every child's score, -inf if untried
-                        n = max(child_visits[flat, a], np.float32(1.0))
-                        score = child_value_sum[flat, a] / n + weight * (np.float32(1.0) / np.sqrt(n))
-                        scores[a] = score if child_visits[flat, a] != 0 else -inf
-                    action = _first_max(scores, actions)
+                    action = _select(
+                        kind, virtual_loss, flat, key, depth, children, child_visits, child_value_sum, legal, prior,
+                        visits, value_sum, q_sign, pending, raw_value, base, c, c_init, c_base, fpu_reduction,
+                        c_visit, c_scale, forced, flight, scores,
+                    )
+                child = children[flat, action]
+                if child < 0:  # an edge not expanded yet: a new leaf
+                    end = NEW_LEAF
+                    break
+                if visits[base + child] == 0:  # a leaf another descent of this step found
+                    end = COLLISION
+                    node = child
+                    break
+                node = child
+                depth += 1
+            if end == TERMINAL:
+                _add_value(base, node, terminal_value[base + node], np.float32(0.0), parent, action_of, mover_sign,
+                           visits, value_sum, pending, child_visits, child_value_sum)
+                found += 1
+            elif end == NEW_LEAF:
+                new = next_node[b]
+                if new >= capacity:
+                    full = 1
+                    break
+                children[base + node, action] = new
+                parent[base + new] = node
+                action_of[base + new] = action
+                next_node[b] = new + 1
+                _add_pending(base, new, np.float32(1.0), parent, pending)
+                leaf_rows[leaves] = b
+                leaf_nodes[leaves] = new
+                leaf_parents[leaves] = node
+                leaf_actions[leaves] = action
+                leaf_keys[leaves] = key
+                leaves += 1
+                found += 1
             else:
-                w = np.log1p((n_parent + np.float32(1.0)) * np.float32(1.0 / c_base)) + np.float32(c_init)
-                w = w * np.sqrt(n_parent) * np.float32(2.0)
-                q = value_sum[flat] / n_parent * q_sign[flat]
-                fpu = min(max(q - np.float32(2.0 * fpu_reduction), np.float32(-1.0)), np.float32(1.0)) / w
-                for a in range(actions):  # vectorised: every child's score, -inf if illegal
-                    n = child_visits[flat, a]
-                    exploit = child_value_sum[flat, a] / (n * w) if n > 0 else fpu
-                    score = exploit + prior[flat, a] / (n + np.float32(1.0))
-                    scores[a] = score if legal[flat, a] != 0 else -inf
-                if depth == 0 and forced > 0:  # forced playouts (search/forced.py): root moves short of theirs first
-                    root_total = np.float32(0.0)
-                    for a in range(actions):
-                        root_total += child_visits[flat, a]
-                    for a in range(actions):
-                        if legal[flat, a] != 0 and child_visits[flat, a] < np.sqrt(
-                                np.float32(forced) * prior[flat, a] * root_total):
-                            scores[a] = inf
-                action = _first_max(scores, actions)
-            edges[b, depth] = flat * actions + action
-            if terminal[flat]:  # a finished game: the path ends here
-                break
-            child = children[flat, action]
-            depth += 1
-            if child < 0:  # expand this edge: the new node is the path's last
-                expand_action[b] = action
-                path[b, depth] = next_node[b]
-                break
-            path[b, depth] = child
-            node = child
-        length[b] = depth + 1
-        last[b] = node
+                _add_pending(base, node, np.float32(1.0), parent, pending)
+                collision_rows[collisions] = b
+                collision_nodes[collisions] = node
+                collisions += 1
+                collided += 1
+    counts[0] = leaves
+    counts[1] = collisions
+    counts[2] = full
 
 
 @njit(cache=True, nogil=True)
 def _record(
-    rows, parent, action, new, capacity, parent_to_play, child_to_play, done, result, legal, with_q,
-    mover_sign, q_sign, t_parent, t_action, t_legal, terminal, terminal_value, children, next_node,
+    rows, new, capacity, parent_to_play, child_to_play, done, result, legal, with_q,
+    mover_sign, q_sign, t_legal, terminal, terminal_value,
 ):  # pragma: no cover - compiled
     for i in range(rows.shape[0]):
-        b = rows[i]
-        flat = b * capacity + new[i]
+        flat = rows[i] * capacity + new[i]
         mover = np.float32(1 - 2 * parent_to_play[i])
         mover_sign[flat] = mover
         if with_q:
             q_sign[flat] = mover * np.float32(1 - 2 * child_to_play[i])
-        t_parent[flat] = parent[i]
-        t_action[flat] = action[i]
         for a in range(legal.shape[1]):
             t_legal[flat, a] = legal[i, a]
         terminal[flat] = done[i]
         terminal_value[flat] = result[i]
-        children[b * capacity + parent[i], action[i]] = new[i]
-        next_node[b] = new[i] + 1
 
 
 @njit(cache=True, nogil=True)
-def _backup(path, edges, length, value, mover_sign, visits, value_sum, child_visits, child_value_sum, capacity):  # pragma: no cover - compiled
-    batch = path.shape[0]
-    for b in range(batch):
-        base = b * capacity
-        v = value[b]
-        for d in range(length[b]):
-            flat = base + path[b, d]
-            signed = v * mover_sign[flat]
-            visits[flat] += np.float32(1.0)
-            value_sum[flat] += signed
-            if d > 0:
-                edge = edges[b, d - 1]
-                child_visits[edge] += np.float32(1.0)
-                child_value_sum[edge] += signed
+def _backup(
+    leaf_rows, leaf_nodes, values, leaves, collision_rows, collision_nodes, collisions, capacity,
+    parent, action_of, mover_sign, visits, value_sum, pending, child_visits, child_value_sum,
+):  # pragma: no cover - compiled
+    for i in range(leaves):
+        _add_value(leaf_rows[i] * capacity, leaf_nodes[i], values[i], np.float32(-1.0), parent, action_of, mover_sign,
+                   visits, value_sum, pending, child_visits, child_value_sum)
+    for i in range(collisions):
+        _add_pending(collision_rows[i] * capacity, collision_nodes[i], np.float32(-1.0), parent, pending)
 
 
 def supports_tree(tree) -> bool:
@@ -235,25 +331,41 @@ def _rows(array: torch.Tensor) -> np.ndarray:
 
 
 # the tree arrays each compiled step takes, in the order of its parameters
-_DESCEND = (
+_GATHER = (
     "children", "child_visits", "child_value_sum", "legal", "prior", "visits", "value_sum", "q_sign", "terminal",
-    "raw_value",
+    "terminal_value", "mover_sign", "parent", "action", "pending", "raw_value",
 )
-_RECORD = ("mover_sign", "q_sign", "parent", "action", "legal", "terminal", "terminal_value", "children")
-_BACKUP = ("mover_sign", "visits", "value_sum", "child_visits", "child_value_sum")
+_RECORD = ("mover_sign", "q_sign", "legal", "terminal", "terminal_value")
+_BACKUP = ("parent", "action", "mover_sign", "visits", "value_sum", "pending", "child_visits", "child_value_sum")
+
+
+class Leaves(NamedTuple):
+    """The new nodes one step's walks made (their parent links are in the tree already):
+    rows, nodes, parents, actions, keys: long [n], the tree, the node, its parent, the action
+    from there and the walk's random key (games.random.step_keys of the tree's key and the
+    simulation's number) of each leaf."""
+
+    rows: torch.Tensor
+    nodes: torch.Tensor
+    parents: torch.Tensor
+    actions: torch.Tensor
+    keys: torch.Tensor
 
 
 class Walker:
-    """Buffers for one `simulate` call: path (long [B, N + 1]), edges, lengths."""
+    """The compiled steps of one `simulate` call, with their buffers: `gather` walks every
+    tree up to `parallel` times, `record` writes the new leaves' fields, `backup` adds their
+    values. Leaves and collisions are at most B * parallel per step."""
 
-    def __init__(self, tree, rule):
+    def __init__(self, tree, rule, parallel: int = 1):
         batch, capacity, actions = tree.batch_size, tree.capacity, tree.num_actions
         self.tree, self.capacity = tree, capacity
-        self.path = torch.empty((batch, capacity + 1), dtype=torch.long)
-        self.edges = torch.empty((batch, capacity + 1), dtype=torch.long)
-        self.length = torch.empty(batch, dtype=torch.long)
-        self.expand_action = torch.empty(batch, dtype=torch.long)
-        self.last = torch.empty(batch, dtype=torch.long)
+        most = batch * parallel
+        self.leaves = Leaves(*(torch.empty(most, dtype=torch.long) for _ in Leaves._fields))
+        self.collision_rows, self.collision_nodes = (torch.empty(most, dtype=torch.long) for _ in range(2))
+        self.counts = np.zeros(3, dtype=np.int64)
+        self.outputs = tuple(t.numpy() for t in (*self.leaves, self.collision_rows, self.collision_nodes))
+        self.outputs += (self.counts,)
         self.root_action = torch.full((batch,), NO_ACTION, dtype=torch.long)  # NO_ACTION: the rule chooses
         # (c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced_playouts): each rule reads its own
         if isinstance(rule, UCB1):
@@ -264,48 +376,40 @@ class Walker:
             self.kind = PUCT_KIND
             self.params = (0.0, float(rule.c_init), float(rule.c_base), float(rule.fpu_reduction), 0.0, 0.0,
                            float(rule.forced_playouts))
+        self.virtual_loss = bool(getattr(rule, "virtual_loss", True))
         with_prior = {"prior", "raw_value"}
-        arrays = {name: _numpy(getattr(tree, name)) for name in {*_DESCEND, *_RECORD, *_BACKUP} - with_prior}
+        arrays = {name: _numpy(getattr(tree, name)) for name in {*_GATHER, *_RECORD, *_BACKUP} - with_prior}
         # a tree without priors (UCB1): PUCT's and Gumbel's arguments are there but never read
         arrays["prior"] = np.zeros((1, actions), np.float32) if tree.prior is None else _numpy(tree.prior)
         arrays["raw_value"] = np.zeros(1, np.float32) if tree.raw_value is None else _numpy(tree.raw_value)
-        self.arrays = tuple(arrays[name] for name in _DESCEND)
-        self.record_arrays = (*(arrays[name] for name in _RECORD), tree.next_node.numpy())
-        # the backup takes edges as flat indices into [B * N * A]
-        self.backup_arrays = tuple(arrays[name].reshape(-1) for name in _BACKUP)
+        self.arrays = tuple(arrays[name] for name in _GATHER)
+        self.record_arrays = tuple(arrays[name] for name in _RECORD)
+        self.backup_arrays = tuple(arrays[name] for name in _BACKUP)
+        self.keys, self.next_node = tree.keys.numpy(), tree.next_node.numpy()
+        self.collisions = 0
 
-    def descend(self, keys: torch.Tensor | None, root_action: torch.Tensor | None = None) -> None:
-        """Walk every tree from its root, from `root_action` (long [B]) if given; fills path,
-        edges, length, expand_action, last."""
-        tree = self.tree
-        if keys is None:
-            keys = tree.keys
+    def gather(self, budget: torch.Tensor, root_action: torch.Tensor | None = None) -> Leaves:
+        """Walk tree b `budget[b]` times (long [B]) from its root with the rule (from
+        `root_action[b]`, long [B], if given), pending visits steering each walk away from the earlier ones. A walk that ends at a finished game is
+        backed up at once; one that ends at an unexpanded edge makes the new node (the leaf);
+        one that ends at a leaf of this step (a collision) only leaves its pending visits.
+        Collisions count against the walks too, at most `budget[b]` of them per tree.
+        RuntimeError if a tree has no room for a new node."""
         if root_action is not None:
             self.root_action.copy_(root_action)
-        _descend(
-            self.kind,
-            *self.arrays,
-            keys.numpy(),
-            tree.next_node.numpy(),
-            self.root_action.numpy(),
-            self.capacity,
-            *self.params,
-            self.path.numpy(),
-            self.edges.numpy(),
-            self.length.numpy(),
-            self.expand_action.numpy(),
-            self.last.numpy(),
-        )
+        _gather(self.kind, self.virtual_loss, *self.arrays, self.keys, self.next_node, budget.numpy(),
+                self.root_action.numpy(), self.capacity, *self.params, *self.outputs)
+        leaves, self.collisions, full = (int(x) for x in self.counts)
+        if full:
+            raise RuntimeError(f"search tree is full ({self.capacity} nodes); allocate more capacity")
+        return Leaves(*(t[:leaves] for t in self.leaves))
 
-    def record(self, rows, parent, action, new, parent_states, states, legal, result) -> None:
+    def record(self, leaves: Leaves, parent_states, states, legal, result) -> None:
         """Write the new nodes' fields (search.engine._expand's bookkeeping, one call): their
-        signs, parent, action, legal moves, end of game and result, the parents' child links
-        and the trees' next free node."""
+        signs, legal moves, end of game and result."""
         _record(
-            rows.numpy(),
-            parent.contiguous().numpy(),
-            action.contiguous().numpy(),
-            new.numpy(),
+            leaves.rows.numpy(),
+            leaves.nodes.numpy(),
             self.capacity,
             parent_states.to_play.contiguous().numpy(),
             states.to_play.contiguous().numpy(),
@@ -316,140 +420,14 @@ class Walker:
             *self.record_arrays,
         )
 
-    def backup(self, value: torch.Tensor) -> None:
-        """Add `value` (float [B], first player's view) along every path of the last descent."""
+    def backup(self, leaves: Leaves, value: torch.Tensor) -> None:
+        """Add each leaf's value (float [n], first player's view) from the leaf up to the root,
+        and take back the pending visits of the step's walks."""
         _backup(
-            self.path.numpy(),
-            self.edges.numpy(),
-            self.length.numpy(),
-            value.to(torch.float32).contiguous().numpy(),
-            *self.backup_arrays,
-            self.capacity,
+            leaves.rows.numpy(), leaves.nodes.numpy(), value.to(torch.float32).contiguous().numpy(),
+            leaves.rows.shape[0], self.collision_rows.numpy(), self.collision_nodes.numpy(), self.collisions,
+            self.capacity, *self.backup_arrays,
         )
-
-
-@njit(cache=True, nogil=True)
-def _subtree_nodes(taken, parent, children, old, count):  # pragma: no cover - compiled
-    batch, capacity = old.shape
-    new_id = np.empty(capacity, dtype=np.int64)
-    for b in range(batch):
-        base = b * capacity
-        root = -1
-        if taken[b] >= 0:
-            root = children[base, taken[b]]
-        # members: the new root and every node whose parent is a member (parents come first)
-        kept = 0
-        for n in range(capacity):
-            p = parent[base + n]
-            if root >= 0 and (n == root or (n > root and p >= 0 and new_id[p] >= 0)):
-                new_id[n] = kept
-                old[b, kept] = n
-                kept += 1
-            else:
-                new_id[n] = -1
-        count[b] = kept
-        spare = kept
-        for n in range(capacity):  # the other slots take the other nodes (any valid position)
-            if new_id[n] < 0:
-                old[b, spare] = n
-                spare += 1
-
-
-# The gathers below take a group of arrays of one type (a tuple: one compiled form per dtype,
-# rank and group size) and move each node's entries of all of them in one pass, which is
-# faster than a pass per array.
-
-
-@njit(cache=True, nogil=True)
-def _gather_values(sources, targets, empties, old, count):  # pragma: no cover - compiled
-    batch, capacity = old.shape
-    for b in range(batch):
-        base = b * capacity
-        for j in range(count[b]):
-            s = base + old[b, j]
-            for i in range(len(sources)):
-                targets[i][base + j] = sources[i][s]
-        for j in range(count[b], capacity):
-            for i in range(len(sources)):
-                targets[i][base + j] = empties[i]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _fill_rows(targets, empties, start, stop):  # pragma: no cover - compiled
-    """Rows start..stop-1 of every target [B * N, width] set to its empty value."""
-    for i in range(len(targets)):
-        target, empty = targets[i], empties[i]
-        for row in range(start, stop):
-            for a in range(target.shape[1]):
-                target[row, a] = empty
-
-
-@njit(cache=True, nogil=True)
-def _gather_rows(sources, targets, empties, old, count):  # pragma: no cover - compiled
-    batch, capacity = old.shape
-    for b in range(batch):
-        base = b * capacity
-        for j in range(count[b]):
-            s = base + old[b, j]
-            for i in range(len(sources)):
-                source, target = sources[i], targets[i]
-                for a in range(source.shape[1]):
-                    target[base + j, a] = source[s, a]
-        _fill_rows(targets, empties, base + count[b], base + capacity)
-
-
-@njit(cache=True, nogil=True)
-def _gather_node_ids(sources, targets, empties, old, count):  # pragma: no cover - compiled
-    batch, capacity = old.shape
-    new_id = np.empty(capacity, dtype=np.int64)
-    for b in range(batch):
-        base = b * capacity
-        new_id[:] = -1
-        for j in range(count[b]):
-            new_id[old[b, j]] = j
-        for j in range(count[b]):
-            s = base + old[b, j]
-            for i in range(len(sources)):
-                source, target, empty = sources[i], targets[i], empties[i]
-                for a in range(source.shape[1]):
-                    n = source[s, a]
-                    renumbered = new_id[n] if n >= 0 else -1
-                    target[base + j, a] = renumbered if renumbered >= 0 else empty
-        _fill_rows(targets, empties, base + count[b], base + capacity)
-
-
-def subtree_nodes(children: torch.Tensor, parent: torch.Tensor, actions: torch.Tensor):
-    """The compiled form of search.tree._subtree_nodes: (old long [B, N], count long [B]) for
-    the subtrees under `actions` (long [B]); children [B, N, A], parent [B, N]."""
-    batch, capacity = parent.shape
-    old = torch.empty((batch, capacity), dtype=torch.long)
-    count = torch.empty(batch, dtype=torch.long)
-    _subtree_nodes(actions.contiguous().numpy(), _numpy(parent), _numpy(children), old.numpy(), count.numpy())
-    return old, count
-
-
-def gather_nodes(fields, old: torch.Tensor, count: torch.Tensor) -> list[torch.Tensor]:
-    """The compiled form of search.tree._gather_nodes: each array of `fields`, a list of
-    (array [B, N, ...], empty, node_ids), with node j of tree b taken from node old[b, j]
-    where j < count[b] and `empty` after; with node_ids the values are node indices,
-    renumbered to the new slots (`empty` for nodes left behind). Arrays of one dtype and
-    rank move together, in one pass."""
-    outs = [torch.empty_like(array) for array, _, _ in fields]
-    groups = {}
-    for i, (array, _, ids) in enumerate(fields):
-        groups.setdefault((array.dtype, array.dim(), ids), []).append(i)
-    for (_, rank, ids), members in groups.items():
-        view = _rows if ids else _numpy  # node ids as rows [B * N, width]: one kernel for both ranks
-        targets = tuple(view(outs[i]) for i in members)
-        kernel = _gather_node_ids if ids else _gather_rows if rank > 2 else _gather_values
-        kernel(
-            tuple(view(fields[i][0]) for i in members),
-            targets,
-            np.array([fields[i][1] for i in members], dtype=targets[0].dtype),
-            old.numpy(),
-            count.numpy(),
-        )
-    return outs
 
 
 @njit(cache=True, nogil=True)

@@ -4,6 +4,17 @@ A rule sees a `NodeView` of one node per tree and returns an action per tree.
 Values given to rules are in [-1, 1] from the view of the player choosing; the
 rules here score on the [0, 1] scale of the classic papers (win = 1, draw = 0.5,
 loss = 0), so their constants mean what they meant there.
+
+Pending visits: a leaf-parallel step (search/engine.py) walks one tree several times
+before any of the leaves it found is evaluated, and the node view then carries the
+descents still in flight (`pending`, `child_pending`). UCB1 and PUCT count them two ways:
+as visits that lost (`virtual_loss=True`, as KataGo's search threads do: the child's
+mean drops and its exploration bonus shrinks) or as visits only (`virtual_loss=False`,
+the pending counts of WU-UCT, Liu et al. 2020: the bonus shrinks, the mean stays). A
+child whose only visits are in flight is not untried (UCB1) and has no mean of its own
+without virtual loss (UCB1 counts it a draw; PUCT gives it the first-play urgency).
+Without pending visits (None, or all zero) the scores are exactly the sequential ones.
+Gumbel's search walks one leaf per tree at a time (its root schedule is sequential).
 """
 
 from __future__ import annotations
@@ -31,6 +42,8 @@ class NodeView(NamedTuple):
     uniform:         float [B]     one uniform random number per tree for tie-breaks
     active:          bool  [B]     the trees whose choice is used (None: all); a rule may
                                    return anything in range for the others
+    pending:         float [B] or None     descents in flight through the node (None: none anywhere)
+    child_pending:   float [B, A] or None  descents in flight through each child
     raw_value:       float [B] or None  the evaluator's value of the node for the player
                                    choosing there (trees with priors)
     root:            bool          the node is each tree's root
@@ -44,8 +57,20 @@ class NodeView(NamedTuple):
     legal: torch.Tensor
     uniform: torch.Tensor
     active: torch.Tensor | None = None
+    pending: torch.Tensor | None = None
+    child_pending: torch.Tensor | None = None
     raw_value: torch.Tensor | None = None
     root: bool = False
+
+
+def _with_pending(view: NodeView, virtual_loss: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(parent visits N + O [B], child visits n + o [B, A], child value sums with the pending
+    visits counted as losses if `virtual_loss` [B, A], completed child visits n [B, A])."""
+    if view.child_pending is None:
+        return view.visits, view.child_visits, view.child_value_sum, view.child_visits
+    o = view.child_pending
+    value_sum = view.child_value_sum - o if virtual_loss else view.child_value_sum
+    return view.visits + view.pending, view.child_visits + o, value_sum, view.child_visits
 
 
 @dataclass(frozen=True)
@@ -56,18 +81,22 @@ class UCB1:
     """
 
     c: float = math.sqrt(2.0)
+    virtual_loss: bool = True
     uses_prior = False
     uses_uniform = True
 
     def scores(self, view: NodeView) -> torch.Tensor:
         """float [B, A]: the UCB1 value of each tried action, -inf for untried and illegal ones."""
-        n = view.child_visits.clamp(min=1)
-        mean = 0.5 * (view.child_value_sum / n + 1.0)
-        explore = self.c * torch.sqrt(torch.log(view.visits.clamp(min=1)).unsqueeze(1) / n)
-        return (mean + explore).masked_fill(view.child_visits == 0, -math.inf)  # tried => legal
+        parent_n, child_n, value_sum, done = _with_pending(view, self.virtual_loss)
+        n = child_n.clamp(min=1)
+        mean = 0.5 * (value_sum / (n if self.virtual_loss else done.clamp(min=1)) + 1.0)
+        explore = self.c * torch.sqrt(torch.log(parent_n.clamp(min=1)).unsqueeze(1) / n)
+        return (mean + explore).masked_fill(child_n == 0, -math.inf)  # tried => legal
 
     def select(self, view: NodeView) -> torch.Tensor:
         untried = view.child_visits == 0
+        if view.child_pending is not None:
+            untried &= view.child_pending == 0
         untried &= view.legal
         has_untried = untried.any(dim=1)
         # Most nodes below the root still have untried moves, and roots soon have none:
@@ -83,10 +112,11 @@ class UCB1:
     def _best_tried(self, view: NodeView) -> torch.Tensor:
         """argmax of `scores` as 2 * score - 1 = W / n + 2c sqrt(ln N) / sqrt(n) (the same order,
         fewer operations over [B, A]: this runs at every level of every simulation)."""
-        n = view.child_visits.clamp(min=1)
-        weight = torch.log(view.visits.clamp(min=1)).sqrt_().mul_(2.0 * self.c).unsqueeze(1)
-        score = torch.addcmul(view.child_value_sum / n, weight, n.rsqrt_())
-        return score.masked_fill_(view.child_visits == 0, -math.inf).argmax(dim=1)
+        parent_n, child_n, value_sum, done = _with_pending(view, self.virtual_loss)
+        n = child_n.clamp(min=1)
+        weight = torch.log(parent_n.clamp(min=1)).sqrt_().mul_(2.0 * self.c).unsqueeze(1)
+        score = torch.addcmul(value_sum / (n if self.virtual_loss else done.clamp(min=1)), weight, n.rsqrt_())
+        return score.masked_fill_(child_n == 0, -math.inf).argmax(dim=1)
 
 
 @dataclass(frozen=True)
@@ -99,47 +129,56 @@ class PUCT:
 
     With `forced_playouts` k > 0 (KataGo's forced playouts, search/forced.py), a root move
     with fewer visits than sqrt(k * P * the root's child visits) is chosen before any other
-    (the first such move in action order).
+    (the first such move in action order); the pending visits of a leaf-parallel step count
+    as visits there (`_forced`).
     """
 
     c_init: float = 1.25
     c_base: float = 19652.0
     fpu_reduction: float = 0.0
+    virtual_loss: bool = True
     forced_playouts: float = 0.0
     uses_prior = True
     uses_uniform = False
 
-    def _forced(self, view: NodeView) -> torch.Tensor | None:
-        """bool [B, A]: the root moves short of their forced visits (None: none can be)."""
+    def _forced(self, view: NodeView, n: torch.Tensor) -> torch.Tensor | None:
+        """bool [B, A]: the root moves short of their forced visits (None: none can be).
+
+        n: float [B, A], the children's visits counting the pending ones (n + o). In a
+        leaf-parallel step a walk in flight counts towards its move's forced visits (and the
+        total they are drawn from), so the K walks of one step do not all go to the same
+        forced move: they spread as they would over K sequential simulations.
+        """
         if not (view.root and self.forced_playouts > 0):
             return None
-        n = view.child_visits
         return (n < forced_visits(view.prior, n, self.forced_playouts)) & view.legal
 
     def scores(self, view: NodeView) -> torch.Tensor:
         """float [B, A]: twice the PUCT score minus 1 (the same order; computed on the [-1, 1]
         scale with the constants doubled, which saves operations), -inf for illegal actions."""
-        n = view.child_visits
-        parent_n = view.visits.clamp(min=1)
+        parent_n, n, value_sum, done = _with_pending(view, self.virtual_loss)
+        parent_n = parent_n.clamp(min=1)
         c = self.c_init + torch.log((parent_n + (self.c_base + 1.0)) / self.c_base)
         weight = (2.0 * c * torch.sqrt(parent_n)).unsqueeze(1)
         fpu = (view.q - 2.0 * self.fpu_reduction).clamp(-1.0, 1.0).unsqueeze(1)
-        q = torch.where(n > 0, view.child_value_sum / n.clamp(min=1), fpu)
+        counted = n if self.virtual_loss else done
+        q = torch.where(counted > 0, value_sum / counted.clamp(min=1), fpu)
         score = (q + weight * view.prior / (n + 1.0)).masked_fill(~view.legal, -math.inf)
-        forced = self._forced(view)
+        forced = self._forced(view, n)
         return score if forced is None else score.masked_fill(forced, math.inf)
 
     def select(self, view: NodeView) -> torch.Tensor:
         """argmax of `scores`, computed as score / w with w = 2 c(N) sqrt(N) > 0 per tree (the same
         order), in fewer tensor operations: this runs at every level of every simulation."""
-        n = view.child_visits
-        parent_n = view.visits.clamp(min=1)
+        parent_n, n, value_sum, done = _with_pending(view, self.virtual_loss)
+        parent_n = parent_n.clamp(min=1)
         w = torch.log1p((parent_n + 1.0) * (1.0 / self.c_base)).add_(self.c_init)
         w = w.mul_(parent_n.sqrt()).mul_(2.0).unsqueeze(1)
         fpu = (view.q - 2.0 * self.fpu_reduction).clamp_(-1.0, 1.0).unsqueeze(1) / w
-        exploit = torch.where(n > 0, view.child_value_sum / (n * w), fpu)  # 0/0 where n = 0 is not taken
+        counted = n if self.virtual_loss else done
+        exploit = torch.where(counted > 0, value_sum / (counted * w), fpu)  # 0/0 where n = 0 is not taken
         score = exploit.add_(view.prior / (n + 1.0)).masked_fill_(~view.legal, -math.inf)
-        forced = self._forced(view)
+        forced = self._forced(view, n)
         if forced is not None:
             score.masked_fill_(forced, math.inf)
         return score.argmax(dim=1)

@@ -13,7 +13,7 @@ who chooses at its parent.  Leaf evaluations arrive from the first player's view
 
 Every per-node [B, N] and per-edge [B, N, A] array is declared once, in `FIELDS`, with
 its dtype and the value of an unused node. Allocation, growth, subtree reuse and row
-replacement (here, and in the compiled subtree of search/kernels.py) follow the table, so
+replacement (here, and in the compiled subtree of search/subtree_kernels.py) follow the table, so
 a new array is one line there plus the code that reads and writes it.
 """
 
@@ -26,7 +26,7 @@ import torch
 
 from games import NO_ACTION, Game, State, player_sign
 
-from . import kernels, memory
+from . import kernels, memory, subtree_kernels
 
 ROOT = 0  # every tree's root node
 NO_PARENT = -1  # the parent of the root and of unused nodes
@@ -76,6 +76,7 @@ FIELDS: tuple[TreeField, ...] = (
     per_node("action", torch.long, NO_ACTION, "action from the parent", from_parent=True),
     per_node("visits", torch.float32, 0.0, "simulations through the node"),
     per_node("value_sum", torch.float32, 0.0, "sum of values, the node's mover's view"),
+    per_node("pending", torch.float32, 0.0, "descents in flight through the node (leaf-parallel steps; 0 between steps)"),
     per_node("terminal", torch.bool, False, "the game is over at the node"),
     per_node("terminal_value", torch.float32, 0.0, "the result there, first player's view"),
     per_edge("legal", torch.bool, False, "legal actions at the node"),
@@ -250,8 +251,8 @@ def subtree(tree: Tree, actions: torch.Tensor) -> tuple[Tree, torch.Tensor]:
     descendants keep their order (so parents still come before children).
     """
     if kernels.supports_tree(tree):
-        old, count = kernels.subtree_nodes(tree.children, tree.parent, actions)
-        gather = kernels.gather_nodes
+        old, count = subtree_kernels.subtree_nodes(tree.children, tree.parent, actions)
+        gather = subtree_kernels.gather_nodes
     else:
         old, count = _subtree_nodes(tree, actions)
         gather = _gather_nodes
@@ -303,7 +304,7 @@ def _gather_nodes(fields, old: torch.Tensor, count: torch.Tensor) -> list[torch.
     """Each array of `fields`, a list of (array [B, N, ...], empty, node_ids), reordered along
     nodes: out[b, j] = array[b, old[b, j]] for j < count[b], `empty` after; with node_ids the
     values are node indices, renumbered to the new slots (`empty` for nodes left behind).
-    The torch form of kernels.gather_nodes."""
+    The torch form of subtree_kernels.gather_nodes."""
     batch, nodes = old.shape
     slot = torch.arange(nodes, device=old.device).expand(batch, nodes)
     used = slot < count.unsqueeze(1)
