@@ -28,8 +28,8 @@ class ConfigError(UserError):
     pass
 
 
-def _f(default, help: str, choices: tuple | None = None, low: float | None = None):
-    meta = {"help": help, "choices": choices, "low": low}
+def _f(default, help: str, choices: tuple | None = None, low: float | None = None, high: float | None = None):
+    meta = {"help": help, "choices": choices, "low": low, "high": high}
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -60,6 +60,11 @@ class SearchConfig:
     c_visit: float = _f(50.0, "gumbel: sigma(q) = (c_visit + most visits of a sibling) * c_scale * q, q on [0, 1]",
                         low=0)
     c_scale: float = _f(1.0, "gumbel: the weight of the values against the network's logits in sigma", low=0)
+    cheap_simulations: int = _f(16, "simulations of a cheap search (playout cap randomization: moves not "
+                                "chosen by selfplay.full_search_fraction); fewer than search.simulations", low=1)
+    forced_playouts: float = _f(0.0, "KataGo's forced playouts in self-play: each root move c gets at least "
+                                "sqrt(k * P(c) * root visits) visits, pruned from the policy target after; "
+                                "k (2 in the paper), 0 = off", low=0)
     precision: str = _f("auto", "network arithmetic in the search: auto = for batches of 16 or more on a CPU, "
                         "int8 if it has VNNI (AVX-512 VNNI / AVX-VNNI / AMX), else bfloat16 if it runs that "
                         "natively (AVX-512 BF16 / AMX), else float32; float32 on GPUs and for smaller batches",
@@ -70,6 +75,10 @@ class SearchConfig:
 class SelfPlayConfig:
     games: int = _f(128, "self-play games played at once (one batch)", low=1)
     positions_per_iteration: int = _f(4096, "positions collected per iteration (whole moves of all games)", low=1)
+    full_search_fraction: float = _f(1.0, "playout cap randomization: the share of moves searched with "
+                                     "search.simulations (with root noise) and used as policy targets; the others "
+                                     "get search.cheap_simulations, no noise, and train the value only "
+                                     "(KataGo: 0.25; 1 = off)", low=0.01, high=1)
 
 
 @dataclass
@@ -93,6 +102,10 @@ class TrainConfig:
     schedule_iterations: int = _f(200, "cosine schedule: iterations from peak to min_learning_rate", low=1)
     min_learning_rate: float = _f(1e-5, "cosine schedule: final learning rate", low=0)
     grad_clip: float = _f(5.0, "clip the gradient norm to this (0 = no clipping)", low=0)
+    ownership_weight: float = _f(1.5, "weight of the ownership loss (network.ownership; KataGo 1.5)", low=0)
+    score_weight: float = _f(0.02, "weight of the score distribution loss (network.score; KataGo 0.02)", low=0)
+    opponent_policy_weight: float = _f(0.15, "weight of the opponent-reply policy loss (network.opponent_policy; "
+                                       "KataGo 0.15)", low=0)
     mixed_precision: str = _f("auto", "autocast of the training steps: auto = bfloat16 on a GPU that has it, "
                               "else float16 (with loss scaling) on a GPU, off on a CPU; bfloat16 also runs "
                               "on a CPU", choices=("auto", "off", "bfloat16", "float16"))
@@ -242,7 +255,30 @@ def load_config(*, game: str | None = None, path: str | Path | None = None, over
         if not eq or not dot:
             raise ConfigError(f"--set {item!r}: write section.key=value, e.g. search.simulations=128")
         _apply(config, section, name, value.strip(), from_text=True, origin="--set")
+    check_config(config)
     return config
+
+
+def check_config(config: Config) -> None:
+    """ConfigError for values that are allowed one by one but not together."""
+    search = config.search
+    if config.selfplay.full_search_fraction < 1 and search.cheap_simulations >= search.simulations:
+        raise ConfigError(f"search.cheap_simulations={search.cheap_simulations} must be fewer than "
+                          f"search.simulations={search.simulations} when selfplay.full_search_fraction < 1")
+    if search.algorithm == "gumbel" and search.forced_playouts > 0:
+        raise ConfigError("search.forced_playouts is PUCT's; search.algorithm=gumbel spreads its root visits by "
+                          "sequential halving: set search.forced_playouts=0")
+    if config.network.ownership or config.network.score:  # heads the game must define
+        import games
+
+        try:
+            game = games.make_from_spec(config.game.spec)
+        except games.GameError:
+            return  # a bad spec is reported where the game is made
+        try:
+            config.network.validate(game)
+        except UserError as error:
+            raise ConfigError(str(error)) from None
 
 
 def differences(first: Config, second: Config) -> list[tuple[str, object, object]]:
@@ -256,6 +292,7 @@ def config_from_dict(data: dict) -> Config:
     """Rebuild a Config from `Config.to_dict()` output (checkpoints, run folders)."""
     config = Config()
     merge_toml(config, data, "saved config")
+    check_config(config)
     return config
 
 

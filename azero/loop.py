@@ -108,7 +108,7 @@ def open_run(config: Config | None, run_dir: Path | None, command: list[str]) ->
     if config is None:
         raise UserError("no config to start a new run with")
     game = games.make_from_spec(config.game.spec)  # fail before creating anything
-    config.network.validate()
+    config.network.validate(game)
     if not config.run.device.startswith("cuda"):
         autocast_dtype(config.train.mixed_precision, config.run.device)
     run_dir = run_dir or new_run_dir(game.name)

@@ -3,12 +3,30 @@
     net = PolicyValueNet(NetworkConfig(blocks=4, channels=64), game)
     logits, value = net(planes, legal)    # planes float [B, C, H, W], legal bool [B, A]
                                           # -> logits float [B, A] (illegal = -inf), value float [B] in [-1, 1]
+    out = net.outputs(planes, legal)      # every head, for training (a dict, below)
 
 The value is from the view of the player to move (the view of `game.encode`).
 A stem convolution, `blocks` residual blocks (two 3x3 convolutions with batch
 norm), then a policy head (1x1 convolution, then a linear layer over all actions,
 so a pass or a Connect Four column has its own output) and a value head (1x1
-convolution, a hidden layer, tanh).
+convolution, a hidden layer, then tanh, or with `value_head = "wdl"` three logits
+of win, draw and loss whose value is P(win) - P(loss)).
+
+KataGo's additions (Wu 2019), each a switch of NetworkConfig, all off by default:
+`global_pooling` gives every second residual block a branch that pools a quarter of
+its channels over the board (mean and max) and adds the result, through a linear
+layer, to every point of its first convolution's output; `ownership` (a 1x1
+convolution: who owns each point at the end), `score` (a distribution over the final
+margin) and `opponent_policy` (the reply the opponent will play) are auxiliary heads
+that only training reads: `forward`, which the search and the frozen and int8
+modules run, computes the policy and the value alone. `outputs` returns
+
+    policy            float [B, A]       logits (illegal -inf when `legal` is given)
+    value             float [B]          in [-1, 1]
+    value_logits      float [B, 3]       win, draw, loss (value_head "wdl" only)
+    opponent_policy   float [B, A]       logits of the opponent's reply (opponent_policy only)
+    ownership_logits  float [B, H, W]    ownership = tanh (ownership only)
+    score_logits      float [B, 2M + 1]  margins -M..M (score only; M = score_limit(game))
 """
 
 from __future__ import annotations
@@ -16,6 +34,8 @@ from __future__ import annotations
 import copy
 import itertools
 import warnings
+import math
+import typing
 from dataclasses import asdict, dataclass, field, fields
 
 import torch
@@ -25,22 +45,64 @@ from torch.nn import functional as F
 from games import Game, State
 from games.options import field_option, read_option
 
+from .errors import UserError
 from .quantized import Int8Network, calibration_positions, native_int8
 from .search.evaluators import one_thread_if
+
+VALUE_HEADS = ("scalar", "wdl")
 
 
 @dataclass
 class NetworkConfig:
-    """Shape of the residual network (the [network] section of a config)."""
+    """Shape of the residual network (the [network] section of a config).
+
+    Checkpoints record these fields; a checkpoint written before a field existed loads
+    with the field's default (the network it describes).
+    """
 
     blocks: int = field(default=4, metadata={"help": "residual blocks", "low": 1})
     channels: int = field(default=64, metadata={"help": "convolution channels in the trunk", "low": 1})
     value_hidden: int = field(default=64, metadata={"help": "units of the value head's hidden layer", "low": 1})
+    value_head: str = field(default="scalar", metadata={
+        "help": "value output: scalar (tanh, squared error) or wdl (win/draw/loss logits, cross-entropy; "
+                "value = P(win) - P(loss))", "choices": VALUE_HEADS})
+    global_pooling: bool = field(default=False, metadata={
+        "help": "every second residual block pools a quarter of its channels over the board (mean, max) "
+                "into a bias of its first convolution (KataGo)"})
+    ownership: bool = field(default=False, metadata={
+        "help": "auxiliary head: who owns each point at the game's end (games with ownership: Go, Othello)"})
+    score: bool = field(default=False, metadata={
+        "help": "auxiliary head: distribution of the final margin (games with a score: Go, Othello)"})
+    opponent_policy: bool = field(default=False, metadata={
+        "help": "auxiliary head: the policy target of the opponent's reply (KataGo)"})
 
-    def validate(self) -> None:
-        """ValueError unless every field is allowed (the same check as a config value's)."""
+    def validate(self, game: Game | None = None) -> None:
+        """ValueError unless every field is allowed (the same check as a config value's), and,
+        with `game`, UserError for a head the game does not define."""
+        kinds = typing.get_type_hints(type(self))
         for f in fields(self):
-            read_option(f"network.{f.name}", field_option(f, int), getattr(self, f.name))
+            read_option(f"network.{f.name}", field_option(f, kinds[f.name]), getattr(self, f.name))
+        if game is not None:
+            if self.ownership and not game.has_ownership:
+                raise UserError(f"network.ownership: {game.spec} has no ownership of points; "
+                                "set network.ownership=false")
+            if self.score and not game.has_score:
+                raise UserError(f"network.score: {game.spec} has no score; set network.score=false")
+
+
+def score_limit(game: Game) -> int:
+    """M: the score head's bins are the margins -M..M (every point of the board, and the komi)."""
+    height, width = game.board_shape
+    return height * width + math.ceil(abs(game.komi or 0.0))
+
+
+def global_pool(x: torch.Tensor) -> torch.Tensor:
+    """float [B, C, H, W] -> float [B, 2C]: each channel's mean over the board, then each one's maximum.
+
+    (KataGo also pools the mean scaled by the board's width, which tells boards of several
+    sizes apart; one network here plays one board size, where that feature is the mean again.)
+    """
+    return torch.cat([x.mean(dim=(2, 3)), x.amax(dim=(2, 3))], dim=1)
 
 
 class ResidualBlock(nn.Module):
@@ -56,12 +118,39 @@ class ResidualBlock(nn.Module):
         return F.relu(x + self.bn2(self.conv2(y)))
 
 
+class GlobalPoolingBlock(nn.Module):
+    """A residual block whose first convolution's output gets a bias per channel computed from
+    the whole board: `pooled` channels of a 3x3 convolution (batch norm, ReLU) are pooled
+    (`global_pool`) and mapped by a linear layer to one value per trunk channel (KataGo's
+    global pooling, in this network's post-activation order)."""
+
+    def __init__(self, channels: int, pooled: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.pool_conv = nn.Conv2d(channels, pooled, 3, padding=1, bias=False)
+        self.pool_bn = nn.BatchNorm2d(pooled)
+        self.pool_fc = nn.Linear(2 * pooled, channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pooled = global_pool(F.relu(self.pool_bn(self.pool_conv(x))))
+        y = F.relu(self.bn1(self.conv1(x)) + self.pool_fc(pooled)[:, :, None, None])
+        return F.relu(x + self.bn2(self.conv2(y)))
+
+
+def pooling_blocks(blocks: int) -> list[int]:
+    """Which residual blocks pool globally: every second one from the second (the only one of a one-block trunk)."""
+    return [0] if blocks == 1 else list(range(1, blocks, 2))
+
+
 class PolicyValueNet(nn.Module):
     """Residual policy-value network for one game's board, planes and actions."""
 
     def __init__(self, config: NetworkConfig, game: Game):
         super().__init__()
-        config.validate()
+        config.validate(game)
         self.config = config
         self.game_spec = game.spec
         height, width = game.board_shape
@@ -70,13 +159,23 @@ class PolicyValueNet(nn.Module):
         self.stem = nn.Sequential(
             nn.Conv2d(game.num_planes, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU()
         )
-        self.trunk = nn.Sequential(*[ResidualBlock(c) for _ in range(config.blocks)])
+        pooling = pooling_blocks(config.blocks) if config.global_pooling else []
+        self.trunk = nn.Sequential(*[GlobalPoolingBlock(c, max(1, c // 4)) if i in pooling else ResidualBlock(c)
+                                     for i in range(config.blocks)])
         self.policy_conv = nn.Sequential(nn.Conv2d(c, 2, 1, bias=False), nn.BatchNorm2d(2), nn.ReLU())
         self.policy_fc = nn.Linear(2 * height * width, game.num_actions)
         self.value_conv = nn.Sequential(nn.Conv2d(c, 1, 1, bias=False), nn.BatchNorm2d(1), nn.ReLU())
+        self.wdl = config.value_head == "wdl"
         self.value_fc = nn.Sequential(
-            nn.Linear(height * width, config.value_hidden), nn.ReLU(), nn.Linear(config.value_hidden, 1)
+            nn.Linear(height * width, config.value_hidden), nn.ReLU(), nn.Linear(config.value_hidden, 3 if self.wdl else 1)
         )
+        if config.opponent_policy:
+            self.opponent_policy_fc = nn.Linear(2 * height * width, game.num_actions)
+        if config.ownership:
+            self.ownership_conv = nn.Conv2d(c, 1, 1)
+        if config.score:
+            self.score_limit = score_limit(game)
+            self.score_fc = nn.Linear(config.value_hidden, 2 * self.score_limit + 1)
 
     def forward(self, planes: torch.Tensor, legal: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """planes float [B, C, H, W], legal bool [B, A] -> (logits float [B, A], value float [B])."""
@@ -84,12 +183,41 @@ class PolicyValueNet(nn.Module):
         logits = self.policy_fc(self.policy_conv(x).flatten(1))
         if legal is not None:
             logits = logits.masked_fill(~legal, float("-inf"))
-        value = torch.tanh(self.value_fc(self.value_conv(x).flatten(1))).squeeze(1)
-        return logits, value
+        return logits, self._value(self.value_fc(self.value_conv(x).flatten(1)))
+
+    def _value(self, out: torch.Tensor) -> torch.Tensor:
+        """The value head's last layer's output [B, 1] (tanh) or [B, 3] (win, draw, loss) -> float [B]."""
+        return wdl_value(out) if self.wdl else torch.tanh(out).squeeze(1)
+
+    def outputs(self, planes: torch.Tensor, legal: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Every head's output for planes float [B, C, H, W] (the module docstring lists them)."""
+        x = self.trunk(self.stem(planes))
+        policy_features = self.policy_conv(x).flatten(1)
+        logits = self.policy_fc(policy_features)
+        if legal is not None:
+            logits = logits.masked_fill(~legal, float("-inf"))
+        hidden = self.value_fc[1](self.value_fc[0](self.value_conv(x).flatten(1)))
+        value_out = self.value_fc[2](hidden)
+        out = {"policy": logits, "value": self._value(value_out)}
+        if self.wdl:
+            out["value_logits"] = value_out
+        if self.config.opponent_policy:
+            out["opponent_policy"] = self.opponent_policy_fc(policy_features)
+        if self.config.ownership:
+            out["ownership_logits"] = self.ownership_conv(x).squeeze(1)
+        if self.config.score:
+            out["score_logits"] = self.score_fc(hidden)
+        return out
 
     def describe(self) -> dict:
         """What a checkpoint needs to rebuild the network (plain values only)."""
         return {"game": self.game_spec, "network": asdict(self.config)}
+
+
+def wdl_value(logits: torch.Tensor) -> torch.Tensor:
+    """float [B, 3] logits of (win, draw, loss) -> float [B]: P(win) - P(loss)."""
+    probs = torch.softmax(logits, dim=1)
+    return probs[:, 0] - probs[:, 2]
 
 
 def masked_softmax(logits: torch.Tensor) -> torch.Tensor:

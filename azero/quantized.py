@@ -135,8 +135,18 @@ class Int8Network:
         self.levels = levels or (255 if native_int8() else 127)
         with torch.no_grad():
             convs = [_folded(net.stem[0], net.stem[1])]
+            # per block: None, or the pooling branch's (channels of the first convolution, linear layer)
+            self.pooling: list[tuple[int, torch.Tensor, torch.Tensor] | None] = []
             for block in net.trunk:
-                convs += [_folded(block.conv1, block.bn1), _folded(block.conv2, block.bn2)]
+                first = _folded(block.conv1, block.bn1)
+                if hasattr(block, "pool_conv"):
+                    pool_w, pool_b = _folded(block.pool_conv, block.pool_bn)
+                    first = (torch.cat([first[0], pool_w]), torch.cat([first[1], pool_b]))
+                    self.pooling.append((block.conv1.out_channels, block.pool_fc.weight.detach().float(),
+                                         block.pool_fc.bias.detach().float()))
+                else:
+                    self.pooling.append(None)
+                convs += [first, _folded(block.conv2, block.bn2)]
             policy_w, policy_b = _folded(net.policy_conv[0], net.policy_conv[1])
             value_w, value_b = _folded(net.value_conv[0], net.value_conv[1])
             head = (torch.cat([policy_w, value_w]), torch.cat([policy_b, value_b]))
@@ -168,17 +178,30 @@ class Int8Network:
         self.actions = policy.shape[0]
         self.head_weight = weight.flatten(1).contiguous()
         self.head_bias = torch.cat([net.policy_fc.bias.detach().float(), net.value_fc[0].bias.detach().float()])
-        self.value_weight = net.value_fc[2].weight.detach().float().t().contiguous()  # [hidden, 1]
+        self.value_weight = net.value_fc[2].weight.detach().float().t().contiguous()  # [hidden, 1 or 3]
         self.value_bias = net.value_fc[2].bias.detach().float()
 
     @staticmethod
-    def _ranges(x, convs, head) -> list[tuple[float, float]]:
+    def _pool_bias(out: torch.Tensor, pooling: tuple[int, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """A pooling block's first convolution's output after the pooled bias and ReLU: float [B, c, H, W]
+        from the fused convolution's output float [B, c + pooled, H, W] (before ReLU)."""
+        channels, weight, bias = pooling
+        pooled = F.relu(out[:, channels:])
+        pooled = torch.cat([pooled.mean(dim=(2, 3)), pooled.amax(dim=(2, 3))], dim=1)
+        return F.relu(out[:, :channels] + F.linear(pooled, weight, bias)[:, :, None, None])
+
+    def _ranges(self, x, convs, head) -> list[tuple[float, float]]:
         """(min, max) of the input and of every quantized output, in the order `__call__` makes them."""
         ranges = [(x.min().item(), x.max().item())]
         y = F.relu(F.conv2d(x, *convs[0], padding=1))
         ranges.append((0.0, y.max().item()))
-        for first, second in zip(convs[1::2], convs[2::2]):
-            t = F.relu(F.conv2d(y, *first, padding=1))
+        for first, second, pooling in zip(convs[1::2], convs[2::2], self.pooling):
+            if pooling is None:
+                t = F.relu(F.conv2d(y, *first, padding=1))
+            else:  # the fused convolution's output, then the sum that is quantized again
+                out = F.conv2d(y, *first, padding=1)
+                t = self._pool_bias(out, pooling)
+                ranges.append((out.min().item(), out.max().item()))
             u = F.conv2d(t, *second, padding=1)
             y = F.relu(y + u)
             ranges += [(0.0, t.max().item()), (u.min().item(), u.max().item()), (0.0, y.max().item())]
@@ -203,8 +226,13 @@ class Int8Network:
                 x = torch.quantize_per_tensor(planes.float(), *self.input_q, torch.quint8)
         with _engine(self.engine):
             y = quantized.conv2d_relu(x, self.convs[0], *next(scales))
-            for first, second in zip(self.convs[1::2], self.convs[2::2]):
-                t = quantized.conv2d_relu(y, first, *next(scales))
+            for first, second, pooling in zip(self.convs[1::2], self.convs[2::2], self.pooling):
+                if pooling is None:
+                    t = quantized.conv2d_relu(y, first, *next(scales))
+                else:
+                    out = quantized.conv2d(y, first, *next(scales)).dequantize()
+                    with _quiet():
+                        t = torch.quantize_per_tensor(self._pool_bias(out, pooling), *next(scales), torch.quint8)
                 if self.engine == "onednn":
                     next(scales)  # the sum's own range is not needed
                     y = quantized.conv2d_add_relu(t, y, second, *next(scales))
@@ -217,5 +245,8 @@ class Int8Network:
         logits = out[:, : self.actions]
         if legal is not None:
             logits = logits.masked_fill(~legal, float("-inf"))
-        value = torch.tanh(torch.addmm(self.value_bias, out[:, self.actions :].relu(), self.value_weight)).squeeze(1)
-        return logits, value
+        value = torch.addmm(self.value_bias, out[:, self.actions :].relu(), self.value_weight)
+        if value.shape[1] == 3:  # win, draw, loss
+            probs = torch.softmax(value, dim=1)
+            return logits, probs[:, 0] - probs[:, 2]
+        return logits, torch.tanh(value).squeeze(1)

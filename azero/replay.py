@@ -24,16 +24,18 @@ from .selfplay import Samples
 class ReplayBuffer:
     """Up to `capacity` samples; the oldest are overwritten first.
 
-    planes uint8 [N, C, H, W], policy float [N, A], legal bool [N, A], value float [N].
+    One array per field of `Samples`, with the sample first: planes uint8 [N, C, H, W],
+    policy float [N, A], legal bool [N, A], value float [N], and the fields after it.
     """
 
     def __init__(self, game: Game, capacity: int):
         h, w = game.board_shape
         self.game, self.capacity = game, capacity
-        self.planes = torch.zeros(capacity, game.num_planes, h, w, dtype=torch.uint8)
-        self.policy = torch.zeros(capacity, game.num_actions)
-        self.legal = torch.zeros(capacity, game.num_actions, dtype=torch.bool)
-        self.value = torch.zeros(capacity)
+        empty = Samples(torch.zeros(1, game.num_planes, h, w, dtype=torch.uint8), torch.zeros(1, game.num_actions),
+                        torch.zeros(1, game.num_actions, dtype=torch.bool), torch.zeros(1))
+        self.names = list(empty.fields())
+        for name, example in empty.fields().items():
+            setattr(self, name, torch.zeros(capacity, *example.shape[1:], dtype=example.dtype))
         self.size = 0
         self.cursor = 0
         self.total_added = 0
@@ -48,35 +50,34 @@ class ReplayBuffer:
         start = self.cursor
         if n > self.capacity:  # only the newest fit; they go where adding them all would leave them
             start = (self.cursor + n - self.capacity) % self.capacity
-            samples = Samples(samples.planes[-self.capacity:], samples.policy[-self.capacity:],
-                              samples.legal[-self.capacity:], samples.value[-self.capacity:])
+            samples = samples.map(lambda t: t[-self.capacity:])
         index = (start + torch.arange(len(samples))) % self.capacity
-        self.planes[index] = samples.planes
-        self.policy[index] = samples.policy
-        self.legal[index] = samples.legal
-        self.value[index] = samples.value
+        for name, values in samples.fields().items():
+            getattr(self, name)[index] = values
         self.cursor = int((self.cursor + n) % self.capacity)
         self.size = min(self.capacity, self.size + n)
         self.total_added += n
 
-    def sample(self, batch: int, generator: torch.Generator, augment: bool = True):
-        """A uniform batch: (planes float [n, C, H, W], policy [n, A], legal [n, A], value [n]).
+    def sample(self, batch: int, generator: torch.Generator, augment: bool = True) -> Samples:
+        """A uniform batch of `Samples`, planes as float [n, C, H, W].
 
-        With `augment`, each sample is seen through a random symmetry of the board.
+        With `augment`, each sample is seen through a random symmetry of the board: planes and
+        ownership move as boards, policy, legal moves and the opponent's policy as actions.
         """
         index = torch.randint(0, self.size, (batch,), generator=generator)
-        planes = self.planes[index].float()
-        policy, legal, value = self.policy[index], self.legal[index], self.value[index]
+        out = Samples(**{name: getattr(self, name)[index] for name in self.names})
+        out.planes = out.planes.float()
         symmetries = self.game.symmetries
         if augment and len(symmetries) > 1:
             which = torch.randint(0, len(symmetries), (batch,), generator=generator)
             for k, sym in enumerate(symmetries[1:], start=1):
                 rows = (which == k).nonzero().squeeze(1)
                 if rows.numel():
-                    planes[rows] = sym.planes(planes[rows])
-                    policy[rows] = sym.policy(policy[rows])
-                    legal[rows] = sym.policy(legal[rows])
-        return planes, policy, legal, value
+                    for name in ("planes", "ownership"):
+                        getattr(out, name)[rows] = sym.planes(getattr(out, name)[rows])
+                    for name in ("policy", "legal", "opponent_policy"):
+                        getattr(out, name)[rows] = sym.policy(getattr(out, name)[rows])
+        return out
 
 
 CHUNK = re.compile(r"^iter-(\d{6})-(\d+)\.pt$")
@@ -85,8 +86,7 @@ CHUNK = re.compile(r"^iter-(\d{6})-(\d+)\.pt$")
 def save_chunk(folder: Path, iteration: int, samples: Samples) -> None:
     """One iteration's new samples as `iter-<iteration>-<count>.pt` (written atomically)."""
     path = folder / f"iter-{iteration:06d}-{len(samples)}.pt"
-    atomic_save({"iteration": iteration, "planes": samples.planes, "policy": samples.policy,
-                 "legal": samples.legal, "value": samples.value}, path, point="replay")
+    atomic_save({"iteration": iteration, **samples.fields()}, path, point="replay")
 
 
 def chunks(folder: Path) -> list[tuple[int, int, Path]]:
@@ -119,7 +119,8 @@ def restore(buffer: ReplayBuffer, folder: Path, up_to: int, positions: int) -> N
     buffer.total_added = pruned
     for _, _, path in kept:
         data = safe_load(path, "replay file")
-        buffer.add(Samples(data["planes"], data["policy"], data["legal"], data["value"]))
+        # files written before a field existed hold its default (Samples fills it in)
+        buffer.add(Samples(**{name: data[name] for name in buffer.names if name in data}))
 
 
 def prune(folder: Path, capacity: int) -> None:

@@ -13,10 +13,32 @@ place, so the batch stays full. Games in progress carry over between iterations
 
 With `reuse_tree`, the subtree under the move played is kept as the next
 search's tree, and the new simulations are added to it.
+
+KataGo's training signals (Wu 2019), each a switch of the config:
+
+* Playout cap randomization (`selfplay.full_search_fraction` < 1): each move of each
+  game is, with that probability, a full search (`search.simulations`, root noise, the
+  policy target); the others are cheap searches (`search.cheap_simulations`, no noise, no
+  forced playouts) whose positions keep their value and auxiliary targets but carry
+  policy weight 0, so the policy loss skips them. (The paper records no sample at all
+  for a cheap search; here the outcome still trains the value from those positions, so
+  a game gives as many value samples as before, and policy targets at 1/4 of its moves
+  at the paper's fraction.) All B trees first get the cheap simulations together, then
+  the full searches' trees get the rest, as a smaller batch. Moves are still chosen in
+  proportion to visits for the first `temperature_moves` moves after either kind. With
+  Gumbel, the cheap moves get a Gumbel search of `search.cheap_simulations` (with its
+  Gumbel sample, which also chooses the move).
+* Forced playouts (`search.forced_playouts` = k > 0, PUCT only): in full searches the root gives
+  each move its forced visits, and the policy target (and the move chosen) takes them out
+  again (search/forced.py).
+* Auxiliary targets: a finished game's ownership of each point and its final margin
+  (games with `has_ownership` / `has_score`), from each position's player to move's view,
+  and the next position's policy target as the opponent-reply target.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -24,41 +46,80 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from games import Game, player_sign
+from games import Game, State, player_sign
 from games.random import fold, make_keys, uniform
 
 from .config import SearchConfig, SelfPlayConfig
 from .network import PolicyValueNet
+from .search.forced import prune_forced_visits
 from .search.network_search import NetworkSearch, add_dirichlet_noise, default_alpha
-from .search.tree import replace_rows, subtree
+from .search.tree import replace_rows, subtree, take_rows
 
 
 @dataclass
 class Samples:
     """Training samples.
 
-    planes: uint8 [n, C, H, W]  (0/1 planes of game.encode)
-    policy: float [n, A]        the search's policy: visit distribution (PUCT) or improved policy (Gumbel)
-    legal:  bool  [n, A]
-    value:  float [n]           outcome from the view of the player to move, in [-1, 1]
+    planes:          uint8 [n, C, H, W]  (0/1 planes of game.encode)
+    policy:          float [n, A]        the search's policy: visit distribution (PUCT, pruned of forced
+                                         playouts) or improved policy (Gumbel)
+    legal:           bool  [n, A]
+    value:           float [n]           outcome from the view of the player to move, in [-1, 1]
+    policy_weight:   float [n]           1 where `policy` is a target (a full search), 0 after a cheap search
+    ownership:       int8  [n, H, W]     the final owner of each point, player to move's view (+1: that player's);
+                                         0 in games without ownership
+    score:           float [n]           the final margin, player to move's view; 0 in games without a score
+    opponent_policy: float [n, A]        the next position's policy target (the opponent's reply)
+    opponent_weight: float [n]           1 where that target exists (the next move was a full search)
+
+    The fields after `value` may be left out (older replay files, tests): they default to
+    policy weight 1 and no auxiliary targets.
     """
 
     planes: torch.Tensor
     policy: torch.Tensor
     legal: torch.Tensor
     value: torch.Tensor
+    policy_weight: torch.Tensor | None = None
+    ownership: torch.Tensor | None = None
+    score: torch.Tensor | None = None
+    opponent_policy: torch.Tensor | None = None
+    opponent_weight: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        n, device = self.value.shape[0], self.value.device
+        if self.policy_weight is None:
+            self.policy_weight = torch.ones(n, device=device)
+        if self.ownership is None:
+            self.ownership = torch.zeros(n, *self.planes.shape[-2:], dtype=torch.int8, device=device)
+        if self.score is None:
+            self.score = torch.zeros(n, device=device)
+        if self.opponent_policy is None:
+            self.opponent_policy = torch.zeros_like(self.policy)
+        if self.opponent_weight is None:
+            self.opponent_weight = torch.zeros(n, device=device)
 
     def __len__(self) -> int:
         return self.value.shape[0]
 
+    def fields(self) -> dict[str, torch.Tensor]:
+        """Every field by name."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def map(self, fn) -> "Samples":
+        """The samples with `fn` applied to every field."""
+        return Samples(**{name: fn(t) for name, t in self.fields().items()})
+
     @staticmethod
     def cat(parts: list["Samples"]) -> "Samples":
-        return Samples(*(torch.cat([getattr(p, f) for p in parts]) for f in ("planes", "policy", "legal", "value")))
+        names = [f.name for f in dataclasses.fields(Samples)]
+        return Samples(**{name: torch.cat([getattr(p, name) for p in parts]) for name in names})
 
 
 @dataclass
 class SelfPlayStats:
     positions: int = 0
+    policy_targets: int = 0
     games: int = 0
     first_player_wins: int = 0
     draws: int = 0
@@ -73,10 +134,30 @@ class SelfPlayStats:
             "selfplay/game_length": self.total_length / games,
             "selfplay/first_player_win_rate": self.first_player_wins / games,
             "selfplay/draw_rate": self.draws / games,
+            "selfplay/policy_target_share": self.policy_targets / max(self.positions, 1),
             "charts/selfplay_positions_per_s": self.positions / max(self.seconds, 1e-9),
             "charts/selfplay_games_per_s": self.games / max(self.seconds, 1e-9),
             "charts/mean_batch_size": self.mean_batch,
         }
+
+
+def game_samples(game: Game, final: State, planes: torch.Tensor, policy: torch.Tensor, policy_weight: torch.Tensor,
+                 legal: torch.Tensor, to_play: torch.Tensor) -> Samples:
+    """The samples of one finished game: its n positions' records and targets from its end.
+
+    final: State [1], the finished position; planes uint8 [n, C, H, W], policy float [n, A],
+    policy_weight float [n], legal bool [n, A], to_play long [n] (the player to move at each).
+    The value, ownership and score come from `final`, each turned to the view of the
+    position's player to move; the opponent's reply of position t is position t + 1's target.
+    """
+    sign = player_sign(to_play)
+    result = game.result(final)[0]
+    ownership = game.ownership(final)[0] * sign.to(torch.int8).view(-1, 1, 1) if game.has_ownership else None
+    score = game.score(final)[0] * sign.float() if game.has_score else None
+    opponent_policy, opponent_weight = torch.zeros_like(policy), torch.zeros_like(policy_weight)
+    opponent_policy[:-1], opponent_weight[:-1] = policy[1:], policy_weight[1:]  # none after the last move
+    return Samples(planes, policy, legal, result * sign.float(), policy_weight=policy_weight, ownership=ownership,
+                   score=score, opponent_policy=opponent_policy, opponent_weight=opponent_weight)
 
 
 class SelfPlay:
@@ -86,10 +167,14 @@ class SelfPlay:
                  device="cpu", seed: int = 0):
         self.game, self.search_cfg = game, search
         self.batch = selfplay.games
+        self.full_search_fraction = selfplay.full_search_fraction
+        if self.full_search_fraction < 1 and not 1 <= search.cheap_simulations < search.simulations:
+            raise ValueError("search.cheap_simulations must be at least 1 and fewer than search.simulations")
         self.searcher = NetworkSearch(game, net, device=device, algorithm=search.algorithm, c_init=search.c_init,
                                       c_base=search.c_base, fpu_reduction=search.fpu_reduction,
                                       considered_actions=search.considered_actions, c_visit=search.c_visit,
-                                      c_scale=search.c_scale, precision=search.precision)
+                                      c_scale=search.c_scale, precision=search.precision,
+                                      forced_playouts=search.forced_playouts)
         self.gumbel = search.algorithm == "gumbel"
         self.reuse_tree = search.reuse_tree and not self.gumbel
         self.alpha = search.dirichlet_alpha or default_alpha(game)
@@ -106,32 +191,78 @@ class SelfPlay:
         self.length = torch.zeros(b, dtype=torch.long)
         self.planes = torch.zeros(b, max_len, game.num_planes, h, w, dtype=torch.uint8)
         self.policy = torch.zeros(b, max_len, game.num_actions)
+        self.policy_weight = torch.zeros(b, max_len)
         self.legal = torch.zeros(b, max_len, game.num_actions, dtype=torch.bool)
         self.to_play = torch.zeros(b, max_len, dtype=torch.long)
         self.tree = None
+        self.root_legal = None  # the roots' legal moves when there is no one tree (Gumbel with cheap searches)
 
     # -- one move of every game ---------------------------------------------------------------
     def _keys(self) -> torch.Tensor:
         return fold(make_keys(self.seed, 1).expand(self.batch) + self.game_ids * 0x9E37, self.states.move_number)
 
-    def _search(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Search all positions; returns the policy target float [B, A] and the move to play long [B]."""
+    def _full_searches(self, keys: torch.Tensor) -> torch.Tensor:
+        """bool [B]: the games whose move gets a full search (all of them without playout cap randomization)."""
+        if self.full_search_fraction >= 1:
+            return torch.ones(self.batch, dtype=torch.bool)
+        return uniform(fold(keys, 0xCA9), (self.batch, 1)).squeeze(1) < self.full_search_fraction
+
+    def _search(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Search all positions; returns the policy target float [B, A] (PUCT: the visits with
+        forced playouts taken out of full searches), the move to play long [B], and which
+        searches were full, bool [B]."""
+        config = self.search_cfg
         keys = self._keys()
         if self.gumbel:
-            result = self.searcher.gumbel_search(self.states, keys, self.search_cfg.simulations, noise=True)
-            self.tree = result.tree
-            return result.policy, result.action
+            return self._gumbel_search(keys)
         if self.tree is None:
             self.tree = self.searcher.fresh_tree(self.states, keys, self.capacity)
         else:
             self.tree.keys = keys
-        legal = self.tree.legal[:, 0]
-        self.tree.prior[:, 0] = add_dirichlet_noise(
-            self.tree.prior[:, 0], legal, self.alpha, self.search_cfg.noise_fraction, self.rng
-        )
-        self.searcher.search(self.tree, self.search_cfg.simulations)
-        visits = self.tree.root_visits()
-        return visits / visits.sum(dim=1, keepdim=True).clamp(min=1), self._choose(visits)
+        tree, full = self.tree, self._full_searches(keys)
+        legal = tree.legal[:, 0]
+        if bool(full.all()):
+            tree.prior[:, 0] = add_dirichlet_noise(tree.prior[:, 0], legal, self.alpha, config.noise_fraction, self.rng)
+            self.searcher.search(tree, config.simulations)
+        else:  # playout cap randomization: cheap searches everywhere, the rest of the full ones after
+            rows = full.nonzero().squeeze(1)
+            if rows.numel():
+                tree.prior[rows, 0] = add_dirichlet_noise(tree.prior[rows, 0], legal[rows], self.alpha,
+                                                          config.noise_fraction, self.rng)
+            self.searcher.search(tree, config.cheap_simulations, explore=False)
+            if rows.numel():
+                part = take_rows(tree, rows)
+                self.searcher.search(part, config.simulations - config.cheap_simulations)
+                replace_rows(tree, rows, part)
+        visits = tree.root_visits()
+        if config.forced_playouts > 0:
+            pruned = prune_forced_visits(visits, tree.child_value_sum[:, 0], tree.prior[:, 0], tree.visits[:, 0],
+                                         k=config.forced_playouts, c_init=config.c_init, c_base=config.c_base)
+            visits = torch.where(full.unsqueeze(1), pruned, visits)
+        return visits / visits.sum(dim=1, keepdim=True).clamp(min=1), self._choose(visits), full
+
+    def _gumbel_search(self, keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`_search` by Gumbel AlphaZero: fresh trees, the improved policy as the target; under
+        playout cap randomization the cheap moves get Gumbel's search with fewer simulations
+        (its Gumbel sample is also how it chooses the move, so they keep it)."""
+        config, full = self.search_cfg, self._full_searches(keys)
+        if bool(full.all()):
+            result = self.searcher.gumbel_search(self.states, keys, config.simulations, noise=True)
+            self.tree = result.tree
+            return result.policy, result.action, full
+        policy = torch.zeros(self.batch, self.game.num_actions)
+        action = torch.zeros(self.batch, dtype=torch.long)
+        legal = torch.zeros(self.batch, self.game.num_actions, dtype=torch.bool)
+        for rows, simulations in ((full.nonzero().squeeze(1), config.simulations),
+                                  ((~full).nonzero().squeeze(1), config.cheap_simulations)):
+            if rows.numel():
+                result = self.searcher.gumbel_search(self.states.take(rows), keys.index_select(0, rows), simulations,
+                                                     noise=True)
+                policy[rows], action[rows] = result.policy.to(policy.device), result.action.to(action.device)
+                legal[rows] = result.tree.legal[:, 0].to(legal.device)
+        self.tree = None
+        self.root_legal = legal
+        return policy, action, full
 
     def _choose(self, visits: torch.Tensor) -> torch.Tensor:
         """Temperature 1 (in proportion to visits) early in each game, then the most visited."""
@@ -147,12 +278,13 @@ class SelfPlay:
     def step(self) -> tuple[Samples | None, list[tuple[int, int]]]:
         """Play one move in every game; returns the samples of finished games and (result, length) of each."""
         game, b = self.game, self.batch
-        policy, action = self._search()
+        policy, action, full = self._search()
         rows = torch.arange(b)
         slot = self.length.clamp(max=self.max_len - 1)
         self.planes[rows, slot] = game.encode(self.states).to(torch.uint8)
         self.policy[rows, slot] = policy
-        self.legal[rows, slot] = self.tree.legal[:, 0]
+        self.policy_weight[rows, slot] = full.float()
+        self.legal[rows, slot] = self.root_legal if self.tree is None else self.tree.legal[:, 0]
         self.to_play[rows, slot] = self.states.to_play
         self.length += 1
         self.states = game.step(self.states, action)
@@ -175,13 +307,15 @@ class SelfPlay:
 
     def _harvest(self, finished: torch.Tensor) -> tuple[Samples, list[tuple[int, int]]]:
         """Samples of the finished games, then restart them in place."""
-        result = self.game.result(self.states.take(finished))
+        game = self.game
+        final = self.states.take(finished)
+        result = game.result(final)
         parts, outcomes = [], []
         for i, slot in enumerate(finished.tolist()):
             n = int(self.length[slot])
-            sign = player_sign(self.to_play[slot, :n]).float()
-            parts.append(Samples(self.planes[slot, :n].clone(), self.policy[slot, :n].clone(),
-                                 self.legal[slot, :n].clone(), result[i] * sign))
+            parts.append(game_samples(game, final[i], self.planes[slot, :n].clone(), self.policy[slot, :n].clone(),
+                                      self.policy_weight[slot, :n].clone(), self.legal[slot, :n].clone(),
+                                      self.to_play[slot, :n]))
             outcomes.append((int(result[i]), n))
         fresh = self.game.initial_state(finished.numel())
         self.states.put_(finished, fresh)
@@ -205,6 +339,7 @@ class SelfPlay:
                     continue
                 parts.append(samples)
                 stats.positions += len(samples)
+                stats.policy_targets += int(samples.policy_weight.sum())
                 for result, length in outcomes:
                     stats.games += 1
                     stats.first_player_wins += result > 0
@@ -226,6 +361,7 @@ class SelfPlay:
             "length": self.length.clone(),
             "planes": self.planes.clone(),
             "policy": self.policy.clone(),
+            "policy_weight": self.policy_weight.clone(),
             "legal": self.legal.clone(),
             "to_play": self.to_play.clone(),
             "rng": _rng_state(self.rng),
@@ -237,6 +373,8 @@ class SelfPlay:
         self.next_game_id = int(data["next_game_id"])
         for key in ("length", "planes", "policy", "legal", "to_play"):
             setattr(self, key, data[key])
+        # (runs saved before playout cap randomization: every search was a full one)
+        self.policy_weight = data.get("policy_weight", torch.ones(self.policy.shape[:2]))
         self.rng = _rng_from_state(data["rng"])
         self.tree = None
 

@@ -1,4 +1,5 @@
-"""Fitting the network: cross-entropy to the visit distribution + squared value error + weight decay.
+"""Fitting the network: cross-entropy to the visit distribution + squared value error + weight decay,
+and KataGo's auxiliary terms for the heads the network has (see `losses`).
 
     trainer = Trainer(net, config.train, device)
     losses = trainer.train(buffer, steps, generator, augment=True)   # mean losses of the steps
@@ -24,6 +25,7 @@ from .config import TrainConfig
 from .errors import UserError
 from .network import PolicyValueNet
 from .replay import ReplayBuffer
+from .selfplay import Samples
 
 
 class TrainingDiverged(UserError):
@@ -41,23 +43,74 @@ def learning_rate_factor(config: TrainConfig, iteration: int) -> float:
     return 1.0
 
 
-def losses(net: PolicyValueNet, planes, policy, legal, value) -> dict[str, torch.Tensor]:
-    """The loss terms of one batch (weight decay lives in the optimizer)."""
-    logits, predicted = net(planes, legal)
-    log_probs = F.log_softmax(logits, dim=1).masked_fill(~legal, 0.0)
-    policy_loss = -(policy * log_probs).sum(dim=1).mean()
-    value_loss = F.mse_loss(predicted, value)
+def score_target(margin: torch.Tensor, limit: int) -> torch.Tensor:
+    """The score head's target: float [n] margins -> float [n, 2 * limit + 1] over the margins
+    -limit..limit, split between the two nearest whole margins so that its mean is the margin
+    (a komi of 7.5 makes every margin a half: +0.5 is half on 0 and half on +1)."""
+    position = (margin.clamp(-limit, limit) + limit).unsqueeze(1)
+    low = position.floor().clamp(max=2 * limit - 1)
+    high_share = position - low
+    target = torch.zeros(margin.shape[0], 2 * limit + 1, device=margin.device)
+    target.scatter_(1, low.long(), 1.0 - high_share)
+    target.scatter_add_(1, low.long() + 1, high_share)
+    return target
+
+
+def wdl_target(value: torch.Tensor) -> torch.Tensor:
+    """float [n] outcomes (+1 win, 0 draw, -1 loss) -> long [n] classes of the WDL head (0 win, 1 draw, 2 loss)."""
+    return torch.where(value > 0.5, 0, torch.where(value < -0.5, 2, 1))
+
+
+def _weighted_mean(per_sample: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """sum(weight * per_sample) / sum(weight); 0 when no sample has weight."""
+    return (weight * per_sample).sum() / weight.sum().clamp(min=1e-8)
+
+
+def losses(net: PolicyValueNet, batch: Samples, config: TrainConfig | None = None) -> dict[str, torch.Tensor]:
+    """The loss terms of one batch (weight decay lives in the optimizer).
+
+    policy: cross-entropy to the search's target, averaged over the samples that carry one
+    (policy_weight 1: full searches under playout cap randomization). value: squared error to
+    the outcome (scalar head) or cross-entropy of win/draw/loss (WDL head). For the heads the
+    network has: ownership, the binary cross-entropy of each point's owner averaged over the
+    points; score, the cross-entropy of the margin's distribution plus the summed squared
+    differences of its cumulative distribution (KataGo's pdf and cdf terms); opponent_policy,
+    the cross-entropy to the next move's target where there is one. `total` adds them with the
+    weights of `config` (TrainConfig; its defaults without one).
+    """
+    config = config or TrainConfig()
+    out = net.outputs(batch.planes, batch.legal)
+    legal, policy = batch.legal, batch.policy
+    log_probs = F.log_softmax(out["policy"], dim=1).masked_fill(~legal, 0.0)
+    per_sample = -(policy * log_probs).sum(dim=1)
+    policy_loss = _weighted_mean(per_sample, batch.policy_weight)
+    if "value_logits" in out:
+        value_loss = F.cross_entropy(out["value_logits"], wdl_target(batch.value))
+    else:
+        value_loss = F.mse_loss(out["value"], batch.value)
+    terms = {"policy": policy_loss, "value": value_loss}
+    total = policy_loss + value_loss
+    if "ownership_logits" in out:
+        # (1 + tanh(x)) / 2 = sigmoid(2x): ownership in [-1, 1] as the probability of owning the point
+        owner = (1.0 + batch.ownership.float()) / 2.0
+        terms["ownership"] = F.binary_cross_entropy_with_logits(2.0 * out["ownership_logits"], owner)
+        total = total + config.ownership_weight * terms["ownership"]
+    if "score_logits" in out:
+        target = score_target(batch.score, net.score_limit)
+        log_score = F.log_softmax(out["score_logits"], dim=1)
+        pdf = -(target * log_score).sum(dim=1)
+        cdf = (log_score.exp().cumsum(dim=1) - target.cumsum(dim=1)).square().sum(dim=1)
+        terms["score"] = (pdf + cdf).mean()
+        total = total + config.score_weight * terms["score"]
+    if "opponent_policy" in out:
+        opponent = -(batch.opponent_policy * F.log_softmax(out["opponent_policy"], dim=1)).sum(dim=1)
+        terms["opponent_policy"] = _weighted_mean(opponent, batch.opponent_weight)
+        total = total + config.opponent_policy_weight * terms["opponent_policy"]
     with torch.no_grad():
         probs = log_probs.exp() * legal
-        entropy = -(probs * log_probs).sum(dim=1).mean()
-        target_entropy = -(policy * policy.clamp(min=1e-12).log()).sum(dim=1).mean()
-    return {
-        "total": policy_loss + value_loss,
-        "policy": policy_loss,
-        "value": value_loss,
-        "policy_entropy": entropy,
-        "policy_kl": policy_loss - target_entropy,
-    }
+        entropy = _weighted_mean(-(probs * log_probs).sum(dim=1), batch.policy_weight)
+        target_entropy = _weighted_mean(-(policy * policy.clamp(min=1e-12).log()).sum(dim=1), batch.policy_weight)
+    return {"total": total, **terms, "policy_entropy": entropy, "policy_kl": policy_loss - target_entropy}
 
 
 def autocast_dtype(mixed_precision: str, device: torch.device | str) -> torch.dtype | None:
@@ -106,10 +159,10 @@ class Trainer:
         sums: dict[str, float] = {}
         start = time.perf_counter()
         for _ in tqdm(range(steps), desc="train", unit="step", disable=not progress, leave=False):
-            batch = [t.to(self.device) for t in buffer.sample(self.config.batch_size, generator, augment)]
+            batch = buffer.sample(self.config.batch_size, generator, augment).map(lambda t: t.to(self.device))
             with torch.autocast(self.device.type, dtype=self.autocast or torch.float32,
                                 enabled=self.autocast is not None):
-                terms = losses(self.net, *batch)
+                terms = losses(self.net, batch, self.config)
             if not torch.isfinite(terms["total"]):
                 raise TrainingDiverged(
                     f"training diverged at step {self.steps}: loss is {float(terms['total'])}; "

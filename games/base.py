@@ -37,6 +37,13 @@ every game, and with a toy game defined in a test, in tests/test_contract.py):
     game.has_score           -> bool  whether `score` is defined
     game.score(state)        -> float [B]  black's (first player's) margin: Go's area score with komi,
                                       Othello's disc difference
+    game.has_ownership       -> bool  whether `ownership` is defined
+    game.ownership(state)    -> int8 [B, H, W]  who owns each point, first player's view (+1 the first
+                                      player's, -1 the second's, 0 neither): Go's area (stones and
+                                      the empty points only one colour reaches), Othello's discs; the
+                                      points that add up to `score` (without komi). A finished game's
+                                      ownership and score are training targets of the network's
+                                      auxiliary heads (azero/selfplay.py)
     game.komi                -> float or None  the komi, for games with a `komi` option (GTP's komi
                                       command and SGF's KM set that option)
     game.moves_left(state)   -> long [B]  about how many moves the player to move has still to play
@@ -314,6 +321,7 @@ class Game:
     pass_action: int | None = None
     forced_pass: ClassVar[bool] = False
     has_score: ClassVar[bool] = False
+    has_ownership: ClassVar[bool] = False
     komi: float | None = None
     has_board: ClassVar[bool] = True
     board_style: ClassVar[str] = "squares"
@@ -460,6 +468,11 @@ class Game:
     def score(self, state: State) -> torch.Tensor:
         """float [B]: the first player's (black's) margin, for games with `has_score`."""
         raise GameError(f"{self.name} has no score")
+
+    def ownership(self, state: State) -> torch.Tensor:
+        """int8 [B, H, W]: who owns each point, first player's view (+1 / -1 / 0), for games with
+        `has_ownership`."""
+        raise GameError(f"{self.name} has no ownership")
 
     def moves_left(self, state: State) -> torch.Tensor:
         """long [B]: about how many moves the player to move has still to play (to share a

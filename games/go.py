@@ -170,6 +170,7 @@ class Go(Game):
     board_fields = ("board", "legal")
     action_fields = ("last_action",)
     has_score = True
+    has_ownership = True
     sgf_game_type = 1
     sgf_default_size = 19
     gtp_playable = True
@@ -353,8 +354,9 @@ class Go(Game):
                 index, live, live_source = index[~ended], live[~ended], subset(live_source, ~ended)
         return result
 
-    def _margin(self, board: torch.Tensor) -> torch.Tensor:
-        """Tromp-Taylor black area minus white area minus komi of boards int8 [B, ...]: float [B]."""
+    def _owner(self, board: torch.Tensor) -> torch.Tensor:
+        """Tromp-Taylor area of boards int8 [B, ...]: int8 [B, N], +1 black's point (a stone or an
+        empty point only black reaches), -1 white's, 0 neither."""
         neighbours, _, _ = self._on(board.device)
         padded = self._padded(board)
         cells = self.num_cells
@@ -368,12 +370,19 @@ class Go(Game):
             reaches[colour] = reached.gather(1, labels) == 1
         black = empty & reaches[1] & ~reaches[-1]
         white = empty & reaches[-1] & ~reaches[1]
-        owner = padded[:, :cells].long() + black.long() - white.long()
-        return owner.sum(dim=1).to(torch.float32) - self.komi
+        return padded[:, :cells] + black.to(torch.int8) - white.to(torch.int8)
+
+    def _margin(self, board: torch.Tensor) -> torch.Tensor:
+        """Tromp-Taylor black area minus white area minus komi of boards int8 [B, ...]: float [B]."""
+        return self._owner(board).sum(dim=1, dtype=torch.long).to(torch.float32) - self.komi
 
     def score(self, state: GoState) -> torch.Tensor:
         """Tromp-Taylor score of any position: black's area minus white's minus komi, float [B]."""
         return self._margin(state.board)
+
+    def ownership(self, state: GoState) -> torch.Tensor:
+        """int8 [B, H, W]: each point's owner by area (+1 black, -1 white, 0 neither, e.g. dame)."""
+        return self._owner(state.board).view(state.board.shape)
 
     def moves_left(self, state: GoState) -> torch.Tensor:
         """long [B]: a third of the empty points (games end with points left empty)."""

@@ -137,6 +137,7 @@ class Othello(Game):
     action_fields = ("last_action",)
     forced_pass = True
     has_score = True
+    has_ownership = True
     presets = ("othello:size=8", "othello:size=6")
     sgf_game_type = 2
     sgf_default_size = 8
@@ -287,6 +288,10 @@ class Othello(Game):
     def score(self, state: OthelloState) -> torch.Tensor:
         """float [B]: black's discs minus white's."""
         return state.board.flatten(1).sum(dim=1, dtype=torch.long).to(torch.float32)
+
+    def ownership(self, state: OthelloState) -> torch.Tensor:
+        """int8 [B, H, W]: the discs (+1 black, -1 white, 0 empty)."""
+        return state.board.clone()
 
     def encode(self, state: OthelloState) -> torch.Tensor:
         own, opponent = stone_planes(state)

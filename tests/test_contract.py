@@ -271,6 +271,14 @@ def test_optional_parts_have_the_documented_shapes(game):
     else:
         with pytest.raises(GameError, match="no score"):
             game.score(state)
+    if game.has_ownership:  # the points that add up to the score (its komi aside)
+        ownership = game.ownership(state)
+        assert ownership.dtype == torch.int8 and ownership.shape == (3, height, width)
+        komi = game.komi or 0.0
+        assert torch.equal(ownership.flatten(1).sum(dim=1).float() - komi, game.score(state))
+    else:
+        with pytest.raises(GameError, match="no ownership"):
+            game.ownership(state)
     if game.komi is not None:
         assert game.with_options(komi=2.5).komi == 2.5
     if game.has_board:

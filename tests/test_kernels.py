@@ -173,6 +173,26 @@ def test_puct_searches_the_same(fpu_reduction):
         assert torch.equal(a, b)
 
 
+@pytest.mark.parametrize("parallel, virtual_loss", [(1, True), (8, True), (8, False)])
+def test_puct_with_forced_playouts_searches_the_same(parallel, virtual_loss):
+    game = games.make("gomoku", size=6, k=4)
+    roots = game.step(game.initial_state(5), torch.tensor([0, 7, 14, 21, 35]))
+    evaluator, rule = SmoothEvaluator(game), PUCT(forced_playouts=2.0, virtual_loss=virtual_loss)
+
+    def run(rule):
+        prior, _ = evaluator(roots)
+        tree = new_tree(game, roots, 201, make_keys(0, 5), root_prior=prior)
+        simulate(tree, game, evaluator, rule, 200, parallel=parallel)
+        return tree.root_visits(), tree.visits, tree.value_sum, tree.parent, tree.pending
+
+    ours, theirs = both(lambda: run(rule))
+    for a, b in zip(ours, theirs):
+        assert torch.equal(a, b)
+    assert torch.equal(ours[0].sum(dim=1), torch.full((5,), 200.0)) and not bool(ours[4].any())
+    plain = run(PUCT(virtual_loss=virtual_loss))
+    assert not torch.equal(plain[0], ours[0])  # the forced visits changed the search
+
+
 class Counted:
     """An evaluator that counts its calls and the positions it was given."""
 
@@ -238,6 +258,8 @@ def test_walks_that_collide_on_a_small_tree_add_only_the_budget(rule):
     assert torch.equal(ours.root_visits().sum(dim=1), torch.full((2,), 200.0))
     assert not bool(ours.pending.any())
     assert int(ours.next_node.max()) <= 16 and calls[0] == calls[1] == int(ours.next_node.sum()) - 2
+
+
 @pytest.mark.parametrize("considered, simulations", [(8, 60), (2, 30)])
 def test_gumbel_searches_the_same(considered, simulations):
     """Gumbel's compiled descent and root choice against the torch forms, with noise at the root."""

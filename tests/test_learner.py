@@ -234,7 +234,8 @@ def test_replay_is_a_bounded_ring_and_symmetries_move_planes_and_policy_together
         buffer.add(Samples(planes, policy, g.legal_mask(state), torch.tensor([float(i)])))
     assert len(buffer) == 10 and buffer.total_added == 13
     assert sorted(buffer.value.tolist()) == [float(i) for i in range(3, 13)]
-    x, p, legal, _ = buffer.sample(200, torch.Generator().manual_seed(0), augment=True)
+    batch = buffer.sample(200, torch.Generator().manual_seed(0), augment=True)
+    x, p, legal = batch.planes, batch.policy, batch.legal
     stone_cells = x[:, 1].flatten(1).argmax(dim=1)  # opponent plane: the stone
     assert torch.equal(p.argmax(dim=1), stone_cells)  # policy moved with the planes
     assert len(set(stone_cells.tolist())) > 2  # and symmetries were applied

@@ -167,7 +167,8 @@ class RaySelfPlay:
         self._dispatch_idle()  # the actors play on while the learner trains
         now = time.perf_counter()
         samples = Samples.cat(parts)
-        stats = SelfPlayStats(positions=len(samples), seconds=now - self.collected_at)
+        stats = SelfPlayStats(positions=len(samples), policy_targets=int(samples.policy_weight.sum()),
+                              seconds=now - self.collected_at)
         self.collected_at = now
         calls = evaluated = 0
         loads = []

@@ -80,8 +80,9 @@ def _rows(array: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
 
 
 def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor, active: torch.Tensor | None = None,
-               with_pending: bool = False) -> NodeView:
-    """The NodeView of node `flat` (index b * N + n) of each tree; the pending visits too if asked."""
+               with_pending: bool = False, root: bool = False) -> NodeView:
+    """The NodeView of node `flat` (index b * N + n) of each tree; the pending visits too if
+    asked (`root`: the nodes are the roots)."""
     visits = _rows(tree.visits, flat)
     raw_value = None
     if tree.prior is not None:  # PUCT's first-play urgency and Gumbel's mixed value need the node's own values
@@ -109,6 +110,7 @@ def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor, activ
         pending=pending,
         child_pending=child_pending,
         raw_value=raw_value,
+        root=root,
     )
 
 
@@ -261,7 +263,8 @@ def _walk(tree: Tree, rule: Rule, base: torch.Tensor, active: torch.Tensor, keys
         if depth == 0 and root_action is not None:
             action = root_action
         else:
-            view = _node_view(tree, flat, draw, None if depth == 0 and everywhere else walking, with_pending)
+            view = _node_view(tree, flat, draw, None if depth == 0 and everywhere else walking, with_pending,
+                              root=depth == 0)
             action = rule.select(view)
         edge = flat * actions + action
         child = tree.children.view(-1).index_select(0, edge).long()

@@ -88,7 +88,7 @@ def _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_vis
 @njit(cache=True, nogil=True, inline="always")
 def _select(
     kind, virtual_loss, flat, key, depth, children, child_visits, child_value_sum, legal, prior, visits, value_sum,
-    q_sign, pending, raw_value, base, c, c_init, c_base, fpu_reduction, c_visit, c_scale, flight, scores,
+    q_sign, pending, raw_value, base, c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced, flight, scores,
 ):  # pragma: no cover - compiled; selection.UCB1.select, PUCT.select and Gumbel.select for one node
     actions = children.shape[1]
     if kind == GUMBEL_KIND:  # (its searches walk one leaf at a time: no pending visits)
@@ -152,6 +152,14 @@ def _select(
                 exploit = child_value_sum[flat, a] / (done * w) if done > 0 else fpu
             score = exploit + prior[flat, a] / (n + np.float32(1.0))
             scores[a] = score if legal[flat, a] != 0 else -_INF
+        if depth == 0 and forced > 0:  # forced playouts (selection.PUCT._forced): root moves short of theirs first
+            root_total = np.float32(0.0)  # the visits counting those in flight, n + o, as in selection.py
+            for a in range(actions):
+                root_total += child_visits[flat, a] + flight[a]
+            for a in range(actions):
+                n = child_visits[flat, a] + flight[a]
+                if legal[flat, a] != 0 and n < np.sqrt(np.float32(forced) * prior[flat, a] * root_total):
+                    scores[a] = _INF
         action = _first_max(scores, actions)
     return action
 
@@ -187,7 +195,7 @@ def _add_value(
 def _gather(
     kind, virtual_loss, children, child_visits, child_value_sum, legal, prior, visits, value_sum, q_sign, terminal,
     terminal_value, mover_sign, parent, action_of, pending, raw_value,
-    keys, next_node, budget, root_action, capacity, c, c_init, c_base, fpu_reduction, c_visit, c_scale,
+    keys, next_node, budget, root_action, capacity, c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced,
     leaf_rows, leaf_nodes, leaf_parents, leaf_actions, leaf_keys, collision_rows, collision_nodes, counts,
 ):  # pragma: no cover - compiled; the walks of one step of engine._simulate
     batch = next_node.shape[0]
@@ -219,7 +227,7 @@ def _gather(
                     action = _select(
                         kind, virtual_loss, flat, key, depth, children, child_visits, child_value_sum, legal, prior,
                         visits, value_sum, q_sign, pending, raw_value, base, c, c_init, c_base, fpu_reduction,
-                        c_visit, c_scale, flight, scores,
+                        c_visit, c_scale, forced, flight, scores,
                     )
                 child = children[flat, action]
                 if child < 0:  # an edge not expanded yet: a new leaf
@@ -359,14 +367,15 @@ class Walker:
         self.outputs = tuple(t.numpy() for t in (*self.leaves, self.collision_rows, self.collision_nodes))
         self.outputs += (self.counts,)
         self.root_action = torch.full((batch,), NO_ACTION, dtype=torch.long)  # NO_ACTION: the rule chooses
-        # (c, c_init, c_base, fpu_reduction, c_visit, c_scale): each rule reads its own
+        # (c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced_playouts): each rule reads its own
         if isinstance(rule, UCB1):
-            self.kind, self.params = UCB1_KIND, (float(rule.c), 0.0, 1.0, 0.0, 0.0, 0.0)
+            self.kind, self.params = UCB1_KIND, (float(rule.c), 0.0, 1.0, 0.0, 0.0, 0.0, 0.0)
         elif isinstance(rule, Gumbel):
-            self.kind, self.params = GUMBEL_KIND, (0.0, 0.0, 1.0, 0.0, float(rule.c_visit), float(rule.c_scale))
+            self.kind, self.params = GUMBEL_KIND, (0.0, 0.0, 1.0, 0.0, float(rule.c_visit), float(rule.c_scale), 0.0)
         else:
             self.kind = PUCT_KIND
-            self.params = (0.0, float(rule.c_init), float(rule.c_base), float(rule.fpu_reduction), 0.0, 0.0)
+            self.params = (0.0, float(rule.c_init), float(rule.c_base), float(rule.fpu_reduction), 0.0, 0.0,
+                           float(rule.forced_playouts))
         self.virtual_loss = bool(getattr(rule, "virtual_loss", True))
         with_prior = {"prior", "raw_value"}
         arrays = {name: _numpy(getattr(tree, name)) for name in {*_GATHER, *_RECORD, *_BACKUP} - with_prior}

@@ -65,32 +65,37 @@ class NetworkSearch:
     """PUCT or Gumbel AlphaZero search driven by a network, for all B positions at once.
 
     algorithm: "puct" (c_init, c_base, fpu_reduction; virtual_loss, how a leaf-parallel search
-    counts the leaves in flight, selection.py) or "gumbel" (considered_actions, the root moves
-    sampled, m; c_visit and c_scale, the constants of sigma).
+    counts the leaves in flight, selection.py; forced_playouts, KataGo's k, for self-play's
+    root) or "gumbel" (considered_actions, the root moves sampled, m; c_visit and c_scale,
+    the constants of sigma).
     """
 
     def __init__(self, game: Game, net: PolicyValueNet, *, device="cpu", algorithm="puct", c_init=1.25,
                  c_base=19652.0, fpu_reduction=0.0, considered_actions=16, c_visit=50.0, c_scale=1.0,
-                 precision="auto", virtual_loss=True):
+                 precision="auto", virtual_loss=True, forced_playouts=0.0):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"unknown search algorithm {algorithm!r}; choose one of: {', '.join(ALGORITHMS)}")
         self.game, self.algorithm = game, algorithm
         self.evaluator = NetworkEvaluator(net, game, device, precision)
         self.considered_actions = considered_actions
         if algorithm == "gumbel":
-            self.rule = Gumbel(c_visit=c_visit, c_scale=c_scale)
+            self.rule = self.plain_rule = Gumbel(c_visit=c_visit, c_scale=c_scale)
         else:
-            self.rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction, virtual_loss=virtual_loss)
+            self.rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction, virtual_loss=virtual_loss,
+                             forced_playouts=forced_playouts)
+            # the rule of searches that should not explore (cheap searches of playout cap randomization)
+            self.plain_rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction, virtual_loss=virtual_loss)
 
     def fresh_tree(self, states: State, keys: torch.Tensor, capacity: int) -> Tree:
         """A tree per position whose root carries the network's prior and value (one forward pass)."""
         prior, value = self.evaluator(states, keys)
         return new_tree(self.game, states, capacity, keys, root_prior=prior, with_prior=True, root_value=value)
 
-    def search(self, tree: Tree, simulations: int, parallel: int = 1) -> Tree:
+    def search(self, tree: Tree, simulations: int, parallel: int = 1, *, explore: bool = True) -> Tree:
         """`simulations` more simulations of the rule in every tree (PUCT's search; in place),
-        `parallel` leaves per tree for each network call."""
-        return simulate(tree, self.game, self.evaluator, self.rule, simulations, parallel=parallel)
+        `parallel` leaves per tree for each network call; without `explore`, no forced playouts."""
+        rule = self.rule if explore else self.plain_rule
+        return simulate(tree, self.game, self.evaluator, rule, simulations, parallel=parallel)
 
     def gumbel_search(self, states: State, keys: torch.Tensor, simulations: int, *, noise: bool,
                       on_progress=None, should_stop=None) -> GumbelResult:

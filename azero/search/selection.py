@@ -27,6 +27,8 @@ import torch
 
 from games.random import random_true
 
+from .forced import forced_visits
+
 
 class NodeView(NamedTuple):
     """One node of each of B trees.
@@ -44,6 +46,7 @@ class NodeView(NamedTuple):
     child_pending:   float [B, A] or None  descents in flight through each child
     raw_value:       float [B] or None  the evaluator's value of the node for the player
                                    choosing there (trees with priors)
+    root:            bool          the node is each tree's root
     """
 
     visits: torch.Tensor
@@ -57,6 +60,7 @@ class NodeView(NamedTuple):
     pending: torch.Tensor | None = None
     child_pending: torch.Tensor | None = None
     raw_value: torch.Tensor | None = None
+    root: bool = False
 
 
 def _with_pending(view: NodeView, virtual_loss: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -122,14 +126,32 @@ class PUCT:
     Q is on [0, 1]. An unvisited child's Q is the first-play urgency: the node's
     own value for the chooser minus `fpu_reduction` (clamped to [0, 1]).
     N counts the node's own evaluation, so it is at least 1.
+
+    With `forced_playouts` k > 0 (KataGo's forced playouts, search/forced.py), a root move
+    with fewer visits than sqrt(k * P * the root's child visits) is chosen before any other
+    (the first such move in action order); the pending visits of a leaf-parallel step count
+    as visits there (`_forced`).
     """
 
     c_init: float = 1.25
     c_base: float = 19652.0
     fpu_reduction: float = 0.0
     virtual_loss: bool = True
+    forced_playouts: float = 0.0
     uses_prior = True
     uses_uniform = False
+
+    def _forced(self, view: NodeView, n: torch.Tensor) -> torch.Tensor | None:
+        """bool [B, A]: the root moves short of their forced visits (None: none can be).
+
+        n: float [B, A], the children's visits counting the pending ones (n + o). In a
+        leaf-parallel step a walk in flight counts towards its move's forced visits (and the
+        total they are drawn from), so the K walks of one step do not all go to the same
+        forced move: they spread as they would over K sequential simulations.
+        """
+        if not (view.root and self.forced_playouts > 0):
+            return None
+        return (n < forced_visits(view.prior, n, self.forced_playouts)) & view.legal
 
     def scores(self, view: NodeView) -> torch.Tensor:
         """float [B, A]: twice the PUCT score minus 1 (the same order; computed on the [-1, 1]
@@ -141,8 +163,9 @@ class PUCT:
         fpu = (view.q - 2.0 * self.fpu_reduction).clamp(-1.0, 1.0).unsqueeze(1)
         counted = n if self.virtual_loss else done
         q = torch.where(counted > 0, value_sum / counted.clamp(min=1), fpu)
-        score = q + weight * view.prior / (n + 1.0)
-        return score.masked_fill(~view.legal, -math.inf)
+        score = (q + weight * view.prior / (n + 1.0)).masked_fill(~view.legal, -math.inf)
+        forced = self._forced(view, n)
+        return score if forced is None else score.masked_fill(forced, math.inf)
 
     def select(self, view: NodeView) -> torch.Tensor:
         """argmax of `scores`, computed as score / w with w = 2 c(N) sqrt(N) > 0 per tree (the same
@@ -154,8 +177,11 @@ class PUCT:
         fpu = (view.q - 2.0 * self.fpu_reduction).clamp_(-1.0, 1.0).unsqueeze(1) / w
         counted = n if self.virtual_loss else done
         exploit = torch.where(counted > 0, value_sum / (counted * w), fpu)  # 0/0 where n = 0 is not taken
-        score = exploit.add_(view.prior / (n + 1.0))
-        return score.masked_fill_(~view.legal, -math.inf).argmax(dim=1)
+        score = exploit.add_(view.prior / (n + 1.0)).masked_fill_(~view.legal, -math.inf)
+        forced = self._forced(view, n)
+        if forced is not None:
+            score.masked_fill_(forced, math.inf)
+        return score.argmax(dim=1)
 
 
 # -- Gumbel AlphaZero (Danihelka, Guez, Schrittwieser & Silver, ICLR 2022) -------------------------

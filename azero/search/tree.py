@@ -321,6 +321,16 @@ def _gather_nodes(fields, old: torch.Tensor, count: torch.Tensor) -> list[torch.
     return outs
 
 
+def take_rows(tree: Tree, rows: torch.Tensor) -> Tree:
+    """A copy of trees `rows` (long [n]) as a Tree of n rows (`replace_rows` puts them back)."""
+    nodes = tree.capacity
+    flat = (rows.unsqueeze(1) * nodes + torch.arange(nodes, device=rows.device)).view(-1)
+    arrays = {f.name: None if getattr(tree, f.name) is None else getattr(tree, f.name).index_select(0, rows)
+              for f in type(tree).FIELDS}
+    return type(tree)(states=tree.states.take(flat), next_node=tree.next_node.index_select(0, rows),
+                      keys=tree.keys.index_select(0, rows), **arrays)
+
+
 def replace_rows(tree: Tree, rows: torch.Tensor, other: Tree) -> Tree:
     """In place: trees `rows` (long [n]) become the trees of `other` (a Tree of n rows, same capacity)."""
     nodes = tree.capacity
