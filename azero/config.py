@@ -11,12 +11,13 @@ Every field has a one-line help text, shown by `train.py --help-config`.
 from __future__ import annotations
 
 import dataclasses
+import json
 import tomllib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from games.options import field_option, invalid_value, read_option
+from games.options import field_option, invalid_value, is_whole_number, read_option
 
 from .errors import UserError
 from .network import PRECISIONS, NetworkConfig
@@ -169,7 +170,8 @@ def _toml_value(value) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        # a TOML basic string: JSON's escapes are TOML's, and DEL, which JSON leaves, is escaped too
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     raise TypeError(f"cannot write {value!r} as TOML")
@@ -185,7 +187,7 @@ def _ladder(value, *, from_text: bool) -> list:
     if from_text:
         text = str(value).strip().strip("[]")
         items = [v.strip().strip("\"'") for v in text.split(";" if ";" in text else ",") if v.strip()]
-        value = [int(v) if v.isdigit() else v for v in items]
+        value = [int(v) if is_whole_number(v) else v for v in items]
     if not isinstance(value, list) or not value or any(
             isinstance(v, bool) or not isinstance(v, (int, str)) for v in value):
         raise ValueError

@@ -75,7 +75,7 @@ from typing import Any, Callable, ClassVar, Sequence
 import torch
 
 from . import kernels
-from .options import Option, read_options
+from .options import Option, is_whole_number, read_options
 from .random import Source, advance, random_true, uniform
 
 NO_ACTION = -1
@@ -583,7 +583,7 @@ def parse_square(game_name: str, text: str, height: int, width: int, *, rows_fro
     t = text.strip().lower()
     letters = column_letters(width)
     rng = f"{letters[0]}1..{letters[-1]}{height}"
-    if len(t) < 2 or t[0] not in letters or not t[1:].isdigit():
+    if len(t) < 2 or t[0] not in letters or not is_whole_number(t[1:]):
         raise GameError(f"{game_name}: cannot read move {text!r}; squares are written like 'c3' ({rng})")
     col = letters.index(t[0])
     number = int(t[1:])

@@ -33,6 +33,7 @@ from .base import (
     stone_planes,
 )
 from .lines import completes_line, line_rays, pad_board, window_table
+from .options import is_whole_number
 
 DISCS = {1: "X", -1: "O", 0: "."}
 
@@ -187,7 +188,7 @@ class ConnectFour(Game):
 
     def parse_action(self, text: str) -> int:
         t = text.strip()
-        if not t.isdigit() or not 1 <= int(t) <= self.width:
+        if not is_whole_number(t) or not 1 <= int(t) <= self.width:
             raise GameError(f"{self.name}: cannot read move {text!r}; write a column number 1..{self.width}")
         return int(t) - 1
 

@@ -56,6 +56,7 @@ from .base import (
     sample_uniform_legal,
     stone_planes,
 )
+from .options import is_whole_number
 from .random import Source, advance, subset
 
 STONES = {1: "X", -1: "O", 0: "."}
@@ -461,7 +462,7 @@ class Go(Game):
             return self.pass_action
         letters = GTP_LETTERS[: self.width]
         points = f"A1..{letters[-1]}{self.height}, no I, or 'pass'"
-        if len(t) < 2 or t[0] not in letters or not t[1:].isdigit():
+        if len(t) < 2 or t[0] not in letters or not is_whole_number(t[1:]):
             why = "columns skip I; " if t[:1] == "I" else ""
             raise GameError(f"{self.name}: cannot read move {text!r}; {why}points are written like 'C3' ({points})")
         number = int(t[1:])

@@ -75,6 +75,11 @@ class Option:
         return self.metavar or key.upper()
 
 
+def is_whole_number(text: str) -> bool:
+    """Digits 0-9 only: '¹' and '٣' are digits to str.isdigit, not numbers to a user or a protocol."""
+    return text.isascii() and text.isdigit()
+
+
 class _NotOfKind(Exception):
     """A value that cannot be read as the option's kind; args[0] says why."""
 

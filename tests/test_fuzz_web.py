@@ -104,3 +104,10 @@ def test_the_board_answers_any_request_and_keeps_serving(board, data):
         assert "error" in json.loads(answer), answer
     ok = exchange(port, f"GET /api/state HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
     assert ok.startswith(b"HTTP/1.0 200") and json.loads(ok.partition(b"\r\n\r\n")[2])["game"], ok[:200]
+
+
+def test_an_http_0_9_request_gets_an_error_not_the_page(board):
+    """Found by the long form: "GET /" without a version was answered with the page itself."""
+    _, port, failures = board
+    answer = exchange(port, f"GET /\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+    assert "HTTP/0.9" in json.loads(answer)["error"] and not failures

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from games import Game
-from games.options import Option, read_option, read_options
+from games.options import Option, is_whole_number, read_option, read_options
 
 from ..errors import UserError
 from ..player import MAX_SECONDS, Player
@@ -20,7 +20,7 @@ from ..player import MAX_SECONDS, Player
 SEED = Option(None, int, help="random seed, the command's seed unless given")
 SPARE_TREE_BYTES = 512 << 20  # search players keep their last tree for reuse up to this size
 PARALLEL = Option(
-    "auto", str, check=lambda text: text == "auto" or (text.isdigit() and int(text) >= 1),
+    "auto", str, check=lambda text: text == "auto" or (is_whole_number(text) and int(text) >= 1),
     allowed="auto or a whole number at least 1", metavar="K",
     help="leaves each search step gathers from the tree for one evaluator call (auto: from the budget)",
 )

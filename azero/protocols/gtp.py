@@ -45,6 +45,7 @@ from typing import Callable, TextIO
 import torch
 
 from games import Game, GameError
+from games.options import is_whole_number
 
 from .. import __version__
 from ..errors import UserError
@@ -181,7 +182,7 @@ class GTPEngine:
             return True
         words = text.split()
         number = ""
-        if words[0].isascii() and words[0].isdigit():  # an id ('¹' and '٣' are digits to Python, not to GTP)
+        if is_whole_number(words[0]):  # an id
             number = words.pop(0)
             if not words:
                 return self._reply(number, False, "syntax error: an id without a command")
@@ -233,7 +234,7 @@ class GTPEngine:
 
     def gtp_boardsize(self, args):
         (size,) = self._arguments(args, 1, "boardsize SIZE")
-        if not (size.isascii() and size.isdigit()):
+        if not is_whole_number(size):
             raise GameError(f"syntax error: boardsize {size!r} is not a number")
         game = self._remake("unacceptable size", size=int(size))
         self._save()

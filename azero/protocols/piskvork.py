@@ -23,6 +23,7 @@ import torch
 
 import games
 from games import GameError
+from games.options import is_whole_number
 
 from .. import __version__
 from ..errors import UserError
@@ -48,11 +49,6 @@ def check_brain_game(game: games.Game) -> None:
         playable = False
     if not playable:
         raise UserError(f"{game.spec} is not five-in-a-row gomoku, the game a Piskvork brain plays")
-
-
-def _is_number(text: str) -> bool:
-    """Digits 0-9 only ('²' and '٣' are digits to str.isdigit, not numbers to the protocol)."""
-    return text.isascii() and text.isdigit()
 
 
 class Brain:
@@ -92,7 +88,7 @@ class Brain:
 
     def _square(self, text: str) -> tuple[int, int]:
         parts = [p.strip() for p in text.split(",")]
-        if len(parts) < 2 or not all(_is_number(p.removeprefix("-")) for p in parts[:2]):
+        if len(parts) < 2 or not all(is_whole_number(p.removeprefix("-")) for p in parts[:2]):
             raise GameError(f"cannot read coordinates {text.strip()!r}; write x,y")
         x, y = int(parts[0]), int(parts[1])
         if not (0 <= x < self.width and 0 <= y < self.height):
@@ -157,13 +153,13 @@ class Brain:
 
     def _command(self, command: str, rest: str) -> bool:
         if command == "START":
-            if not _is_number(rest):
+            if not is_whole_number(rest):
                 raise GameError("START needs a board size, e.g. START 15")
             self._start(int(rest), int(rest))
             self.write("OK")
         elif command == "RECTSTART":
             parts = rest.split(",")
-            if len(parts) != 2 or not all(_is_number(p.strip()) for p in parts):
+            if len(parts) != 2 or not all(is_whole_number(p.strip()) for p in parts):
                 raise GameError("RECTSTART needs width,height")
             self._start(int(parts[0]), int(parts[1]))
             self.write("OK")

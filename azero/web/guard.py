@@ -18,6 +18,8 @@ there. So every request is checked before it is answered:
 
 from __future__ import annotations
 
+from games.options import is_whole_number
+
 MAX_BODY = 64 << 10  # bytes; the board's requests are a few dozen
 READ_SECONDS = 20.0  # a connection that sends nothing for this long is closed
 
@@ -61,7 +63,7 @@ def body_length(headers) -> int:
     if headers.get("Transfer-Encoding"):
         raise Refused(411, "send the body with a Content-Length, not in chunks")
     text = (headers.get("Content-Length") or "0").strip()
-    if not (text.isascii() and text.isdigit()):
+    if not is_whole_number(text):
         raise Refused(400, f"Content-Length {text!r} is not a number of bytes")
     length = int(text)
     if length > MAX_BODY:

@@ -65,6 +65,14 @@ def make_handler(gui: Gui):
             self.close_connection = True
             self._json(code, {"error": message or explain or "bad request"})
 
+        def parse_request(self) -> bool:
+            if not super().parse_request():
+                return False
+            if self.request_version == "HTTP/0.9":  # "GET /": no status line, no headers in the answer
+                self.send_error(400, "HTTP/0.9 requests are not served; send HTTP/1.0 or HTTP/1.1")
+                return False
+            return True
+
         def _refused(self, *, changes_state: bool) -> bool:
             """Answer a request the guard refuses (azero/web/guard.py); True if it was refused."""
             port = self.server.server_address[1]
