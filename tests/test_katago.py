@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import games
+from networks import small_net
 from azero.checkpoint import load_checkpoint, network_checkpoint, network_from_checkpoint
 from azero.config import ConfigError, load_config
 from azero.errors import UserError
@@ -27,20 +28,6 @@ from azero.trainer import losses, score_target, wdl_target
 
 DATA = Path(__file__).resolve().parent / "data"
 TTT = games.make("tictactoe")
-
-
-def small_net(game, **heads) -> PolicyValueNet:
-    """A small network in eval mode whose batch norms do something (int8 folds them)."""
-    torch.manual_seed(0)
-    net = PolicyValueNet(NetworkConfig(blocks=2, channels=16, value_hidden=16, **heads), game).eval()
-    with torch.no_grad():
-        for module in net.modules():
-            if isinstance(module, torch.nn.BatchNorm2d):
-                module.running_mean.uniform_(-0.5, 0.5)
-                module.running_var.uniform_(0.5, 2.0)
-                module.weight.uniform_(0.5, 1.5)
-                module.bias.uniform_(-0.2, 0.2)
-    return net
 
 
 # -- playout cap randomization -----------------------------------------------------------------------

@@ -11,6 +11,7 @@ import torch
 from torch.nn import functional as F
 
 import games
+from networks import small_net
 from games import State
 from games.random import make_keys
 from azero.checkpoint import atomic_save, load_checkpoint, network_checkpoint, network_from_checkpoint
@@ -367,26 +368,12 @@ def test_bfloat16_inference_stays_close_to_float32_and_auto_chooses_by_batch():
         NetworkEvaluator(net, game, device="cuda", precision="int8")
 
 
-def _nontrivial_net(game, seed=0):
-    """A small network whose batch norms do something (their statistics are folded in int8)."""
-    torch.manual_seed(seed)
-    net = PolicyValueNet(NetworkConfig(blocks=2, channels=16, value_hidden=16), game).eval()
-    with torch.no_grad():
-        for module in net.modules():
-            if isinstance(module, torch.nn.BatchNorm2d):
-                module.running_mean.uniform_(-0.5, 0.5)
-                module.running_var.uniform_(0.5, 2.0)
-                module.weight.uniform_(0.5, 1.5)
-                module.bias.uniform_(-0.2, 0.2)
-    return net
-
-
 @pytest.mark.parametrize("spec", ["gomoku:size=8,k=5", "connect4", "othello", "go:size=7"])
 def test_int8_inference_follows_the_float32_network(spec):
     """Int8 logits stay within a tenth of their spread of float32's (a mis-wired head is off by
     more than their whole spread), values within 5e-3, priors sum to one over legal moves only."""
     game = games.make_from_spec(spec)
-    net = _nontrivial_net(game)
+    net = small_net(game)
     state = game.initial_state(64)
     generator = torch.Generator().manual_seed(1)
     for _ in range(6):
@@ -412,7 +399,7 @@ def test_int8_module_depends_on_the_weights_only_and_follows_them():
     """Whatever batch builds it, the int8 module gives the same outputs (a resumed run builds the
     same one); after a training step it is rebuilt; planes that are not whole numbers are scaled."""
     game = games.make("gomoku", size=8, k=5)
-    net = _nontrivial_net(game)
+    net = small_net(game)
     opening = game.initial_state(32)
     later = game.step(opening, torch.arange(32))
     one, two = NetworkEvaluator(net, game, precision="int8"), NetworkEvaluator(net, game, precision="int8")
