@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import kernels
 from .base import (
     BoardState,
     Game,
@@ -78,6 +79,7 @@ class ConnectFour(Game):
             Symmetry("flip_lr", columns.flip(0), cells["flip_lr"], (height, width)),
         ]
         self._rays = line_rays(height, width, k)
+        self._kernel_rays = self._rays.to(torch.int16).numpy()  # small enough for the first-level cache
         self._windows, _ = window_table(height, width, k)
         self._tables: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}
 
@@ -98,6 +100,11 @@ class ConnectFour(Game):
         return (state.heights < self.height) & ~state.done.unsqueeze(1)
 
     def _apply(self, state: ConnectFourState, action: torch.Tensor) -> ConnectFourState:
+        if kernels.usable(state.board, action) and state.board.is_contiguous() and state.heights.is_contiguous():
+            to_play, move_number, done, winner, board, heights = kernels.drop_discs(
+                state, action.contiguous(), self.height, self._kernel_rays, self.k)
+            return ConnectFourState(to_play=to_play, move_number=move_number, done=done, winner=winner, board=board,
+                                    last_action=action, heights=heights)
         batch = state.batch_size
         color = player_sign(state.to_play).to(torch.int8)
         column = action.unsqueeze(1)  # [B, 1]

@@ -191,6 +191,42 @@ def play_stones(state, action: torch.Tensor, rays: np.ndarray, k: int, exact: bo
 
 
 @njit(cache=True, nogil=True)
+def _drop_discs(heights, action, to_play, move_number, rows, rays, k, out_board, out_heights, out_to_play, out_move,
+                out_done, out_winner):  # pragma: no cover - compiled
+    """One Connect Four move in every game into the out_ arrays (copies of board and heights)."""
+    batch, cells = out_board.shape
+    width = heights.shape[1]
+    for b in range(batch):
+        column = action[b]
+        if column < 0 or column >= width:  # numba does not check bounds; torch's gather would raise
+            raise IndexError("drop_discs: column out of range")
+        row = max(rows - 1 - heights[b, column], 0)  # (a full column of a finished game: clamped, as in torch)
+        c = row * width + column
+        stone = np.int8(1 - 2 * to_play[b])
+        out_board[b, c] = stone
+        out_heights[b, column] += 1
+        hit = _line_through(out_board[b], c, stone, rays, k, False)
+        move = move_number[b] + 1
+        out_to_play[b] = 1 - to_play[b]
+        out_move[b] = move
+        out_done[b] = hit or move >= cells
+        out_winner[b] = stone if hit else 0
+
+
+def drop_discs(state, action: torch.Tensor, rows: int, rays: np.ndarray, k: int):
+    """The compiled form of ConnectFour._apply (CPU tensors): the disc of the player to move
+    falls down column `action` of every game; returns (to_play, move_number, done, winner,
+    board, heights) of the next state."""
+    batch = state.to_play.shape[0]
+    out_board = np.array(state.board.numpy(), order="C")  # numpy's copies: see play_stones
+    out_heights = np.array(state.heights.numpy(), order="C")
+    out = [np.empty(batch, dtype) for dtype in (np.int64, np.int64, np.bool_, np.int8)]
+    _drop_discs(state.heights.numpy(), action.numpy(), state.to_play.numpy(), state.move_number.numpy(), rows, rays, k,
+                out_board.reshape(batch, -1), out_heights, *out)
+    return (*(torch.from_numpy(a) for a in out), torch.from_numpy(out_board), torch.from_numpy(out_heights))
+
+
+@njit(cache=True, nogil=True)
 def _empty_cells(board, done, out):  # pragma: no cover - compiled
     for b in range(board.shape[0]):
         if done[b]:
