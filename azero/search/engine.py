@@ -322,7 +322,7 @@ def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: 
 
     leaves: the new nodes, whose parent links the walks wrote; keys: long [n] for the
     evaluator (None for evaluators without randomness). With a walker (the compiled loop),
-    its `record` writes the fields in one call. Returns the values float [n], first player's view.
+    its `record` writes the fields in one call after the evaluation. Returns the values float [n], first player's view.
     """
     rows, new = leaves.rows, leaves.nodes
     if rows.numel() == 0:
@@ -340,25 +340,24 @@ def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: 
         array.view(-1, *array.shape[2:]).index_copy_(0, new_flat, values)
 
     tree.states.put_(new_flat, states)
-    if walker is not None:
-        walker.record(leaves, parent_states, states, legal, result)
-    else:
-        signs = player_signs(states.device, torch.float32)
-        mover = signs.index_select(0, parent_states.to_play)
-        put(tree.mover_sign, mover)
-        if tree.prior is not None:  # only PUCT's first-play urgency reads q_sign
-            put(tree.q_sign, mover * signs.index_select(0, states.to_play))
-        put(tree.legal, legal)
-        put(tree.terminal, states.done)
-        put(tree.terminal_value, result)
-
     prior, leaf_value = evaluator(states, keys, legal)
+    if walker is not None:
+        return walker.record(leaves, parent_states, states, legal, result, prior, leaf_value)
+
+    signs = player_signs(states.device, torch.float32)
+    mover = signs.index_select(0, parent_states.to_play)
+    put(tree.mover_sign, mover)
+    if tree.prior is not None:  # only PUCT's first-play urgency reads q_sign
+        put(tree.q_sign, mover * signs.index_select(0, states.to_play))
+    put(tree.legal, legal)
+    put(tree.terminal, states.done)
+    put(tree.terminal_value, result)
     leaf_value = torch.where(states.done, result, leaf_value)
     if tree.prior is not None:
         if prior is None:
             prior = legal.float() / legal.sum(dim=1, keepdim=True).clamp(min=1)
         put(tree.prior, prior)
-        put(tree.raw_value, leaf_value * tree.mover_sign.view(-1).index_select(0, new_flat))
+        put(tree.raw_value, leaf_value * mover)
     return leaf_value
 
 

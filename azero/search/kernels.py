@@ -273,19 +273,32 @@ def _gather(
 
 @njit(cache=True, nogil=True)
 def _record(
-    rows, new, capacity, parent_to_play, child_to_play, done, result, legal, with_q,
-    mover_sign, q_sign, t_legal, terminal, terminal_value,
-):  # pragma: no cover - compiled
+    rows, new, capacity, parent_to_play, child_to_play, done, result, legal, value, prior, has_prior, with_prior,
+    mover_sign, q_sign, t_legal, terminal, terminal_value, t_prior, raw_value,
+):  # pragma: no cover - compiled; engine._expand's bookkeeping for the new leaves, after their evaluation
+    actions = legal.shape[1]
     for i in range(rows.shape[0]):
         flat = rows[i] * capacity + new[i]
         mover = np.float32(1 - 2 * parent_to_play[i])
         mover_sign[flat] = mover
-        if with_q:
-            q_sign[flat] = mover * np.float32(1 - 2 * child_to_play[i])
-        for a in range(legal.shape[1]):
+        count = 0
+        for a in range(actions):
             t_legal[flat, a] = legal[i, a]
+            count += legal[i, a] != 0
         terminal[flat] = done[i]
         terminal_value[flat] = result[i]
+        if done[i]:  # a finished game's value is its result
+            value[i] = result[i]
+        if with_prior:  # PUCT's and Gumbel's fields
+            q_sign[flat] = mover * np.float32(1 - 2 * child_to_play[i])
+            if has_prior:
+                for a in range(actions):
+                    t_prior[flat, a] = prior[i, a]
+            else:  # uniform over the legal moves
+                share = np.float32(1.0) / np.float32(max(count, 1))
+                for a in range(actions):
+                    t_prior[flat, a] = share if legal[i, a] != 0 else np.float32(0.0)
+            raw_value[flat] = value[i] * mover
 
 
 @njit(cache=True, nogil=True)
@@ -335,7 +348,7 @@ _GATHER = (
     "children", "child_visits", "child_value_sum", "legal", "prior", "visits", "value_sum", "q_sign", "terminal",
     "terminal_value", "mover_sign", "parent", "action", "pending", "raw_value",
 )
-_RECORD = ("mover_sign", "q_sign", "legal", "terminal", "terminal_value")
+_RECORD = ("mover_sign", "q_sign", "legal", "terminal", "terminal_value", "prior", "raw_value")
 _BACKUP = ("parent", "action", "mover_sign", "visits", "value_sum", "pending", "child_visits", "child_value_sum")
 
 
@@ -367,6 +380,8 @@ class Walker:
         self.outputs = tuple(t.numpy() for t in (*self.leaves, self.collision_rows, self.collision_nodes))
         self.outputs += (self.counts,)
         self.root_action = torch.full((batch,), NO_ACTION, dtype=torch.long)  # NO_ACTION: the rule chooses
+        self.root_action_np = self.root_action.numpy()
+        self._budget: tuple = (None, None)  # the last budget tensor and its numpy view
         # (c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced_playouts): each rule reads its own
         if isinstance(rule, UCB1):
             self.kind, self.params = UCB1_KIND, (float(rule.c), 0.0, 1.0, 0.0, 0.0, 0.0, 0.0)
@@ -385,8 +400,10 @@ class Walker:
         self.arrays = tuple(arrays[name] for name in _GATHER)
         self.record_arrays = tuple(arrays[name] for name in _RECORD)
         self.backup_arrays = tuple(arrays[name] for name in _BACKUP)
+        self.no_prior = np.zeros((1, actions), np.float32)  # record's prior argument when the evaluator gives none
         self.keys, self.next_node = tree.keys.numpy(), tree.next_node.numpy()
         self.collisions = 0
+        self.found = 0  # the leaves of the last gather (the first entries of self.outputs[:5])
 
     def gather(self, budget: torch.Tensor, root_action: torch.Tensor | None = None) -> Leaves:
         """Walk tree b `budget[b]` times (long [B]) from its root with the rule (from
@@ -397,37 +414,56 @@ class Walker:
         RuntimeError if a tree has no room for a new node."""
         if root_action is not None:
             self.root_action.copy_(root_action)
-        _gather(self.kind, self.virtual_loss, *self.arrays, self.keys, self.next_node, budget.numpy(),
-                self.root_action.numpy(), self.capacity, *self.params, *self.outputs)
+        if budget is not self._budget[0]:  # (one step after another passes the same tensor)
+            self._budget = (budget, budget.numpy())
+        _gather(self.kind, self.virtual_loss, *self.arrays, self.keys, self.next_node, self._budget[1],
+                self.root_action_np, self.capacity, *self.params, *self.outputs)
         leaves, self.collisions, full = (int(x) for x in self.counts)
+        self.found = leaves
         if full:
             raise RuntimeError(f"search tree is full ({self.capacity} nodes); allocate more capacity")
         return Leaves(*(t[:leaves] for t in self.leaves))
 
-    def record(self, leaves: Leaves, parent_states, states, legal, result) -> None:
-        """Write the new nodes' fields (search.engine._expand's bookkeeping, one call): their
-        signs, legal moves, end of game and result."""
+    def record(self, leaves: Leaves, parent_states, states, legal, result, prior, value) -> torch.Tensor:
+        """Write the new nodes' fields (search.engine._expand's bookkeeping, one call) once the
+        evaluator has seen them: their signs, legal moves, end of game, result, prior
+        (uniform over the legal moves where `prior` is None) and raw value. Returns the
+        values to back up (float [n], first player's view): `value`, or the result where the game is over."""
+        value = value.to(torch.float32, copy=True)
+        has_prior = prior is not None
+        rows, nodes = self._found(leaves)
         _record(
-            leaves.rows.numpy(),
-            leaves.nodes.numpy(),
+            rows,
+            nodes,
             self.capacity,
             parent_states.to_play.contiguous().numpy(),
             states.to_play.contiguous().numpy(),
             states.done.contiguous().view(torch.uint8).numpy(),
             result.to(torch.float32).contiguous().numpy(),
             legal.contiguous().view(torch.uint8).numpy(),
-            self.tree.prior is not None,  # only PUCT's first-play urgency reads q_sign
+            value.numpy(),
+            prior.to(torch.float32).contiguous().numpy() if has_prior else self.no_prior,
+            has_prior,
+            self.tree.prior is not None,
             *self.record_arrays,
         )
+        return value
 
     def backup(self, leaves: Leaves, value: torch.Tensor) -> None:
         """Add each leaf's value (float [n], first player's view) from the leaf up to the root,
         and take back the pending visits of the step's walks."""
+        rows, nodes = self._found(leaves)
         _backup(
-            leaves.rows.numpy(), leaves.nodes.numpy(), value.to(torch.float32).contiguous().numpy(),
-            leaves.rows.shape[0], self.collision_rows.numpy(), self.collision_nodes.numpy(), self.collisions,
-            self.capacity, *self.backup_arrays,
+            rows, nodes, value.to(torch.float32).contiguous().numpy(), rows.shape[0], self.outputs[5],
+            self.outputs[6], self.collisions, self.capacity, *self.backup_arrays,
         )
+
+    def _found(self, leaves: Leaves) -> tuple[np.ndarray, np.ndarray]:
+        """The rows and nodes of `leaves` as numpy arrays: the walker's own buffers when they
+        are the last gather's leaves (a tensor's .numpy() costs more than the loops here)."""
+        if leaves.rows.shape[0] == self.found and leaves.rows.data_ptr() == self.leaves.rows.data_ptr():
+            return self.outputs[0][:self.found], self.outputs[1][:self.found]
+        return leaves.rows.numpy(), leaves.nodes.numpy()
 
 
 @njit(cache=True, nogil=True)
