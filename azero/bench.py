@@ -22,7 +22,9 @@ Groups (choose with --only):
                     the network's own evaluations/s at the leaf batch
   overhead          PUCT with a trivial evaluator (uniform priors, zero values) at batch 256,
                     tic-tac-toe and Connect Four: our simulations/s and mctx's on JAX over pgx's
-                    games, interleaved (mctx's side needs `pip install -e '.[compare]'`)
+                    games, interleaved, each search on a fresh tree (ours refills the last
+                    search's arrays, as our players do; mctx's side needs `pip install -e
+                    '.[compare]'`)
   selfplay          self-play positions/s, batched and one game with one leaf per network call
   train             training samples/s
 """
@@ -137,6 +139,19 @@ def bench_game_steps(seconds: float, repeats: int) -> dict:
     return out
 
 
+def acting(player, roots, budget: int) -> Callable[[], float]:
+    """A closure: `player` moves once in every game of `roots` (new random keys each call);
+    returns the searches' budget, `budget` a game."""
+    calls = [0]
+
+    def work() -> float:
+        player.act(roots, keys=fold(make_keys(0, roots.batch_size), calls[0]))
+        calls[0] += 1
+        return float(roots.batch_size * budget)
+
+    return work
+
+
 def bench_uct(seconds: float, repeats: int, *, batch: int = 1024, iterations: int = 200) -> dict:
     """Batched UCT (B roots searched together) against the scalar reference, same budget, empty board."""
     out = {}
@@ -144,13 +159,6 @@ def bench_uct(seconds: float, repeats: int, *, batch: int = 1024, iterations: in
         game = games.make_from_spec(spec)
         player = UCTPlayer(game, iterations)
         roots = game.initial_state(batch)
-        calls = [0]
-
-        def batched() -> float:
-            player.act(roots, keys=fold(make_keys(0, batch), calls[0]))
-            calls[0] += 1
-            return float(batch * iterations)
-
         rng = random.Random(0)
         py_root = reference.py_state_from_tensor(game, game.initial_state(1), 0)
 
@@ -158,7 +166,7 @@ def bench_uct(seconds: float, repeats: int, *, batch: int = 1024, iterations: in
             reference.uct(py_root, iterations, rng)
             return float(iterations)
 
-        ours, theirs = rates(batched, scalar, seconds=seconds, repeats=repeats)
+        ours, theirs = rates(acting(player, roots, iterations), scalar, seconds=seconds, repeats=repeats)
         out[label] = {
             "iterations_per_s": ours,
             "reference_iterations_per_s": theirs,
@@ -256,17 +264,6 @@ def bench_uct_one_game(seconds: float, repeats: int, *, iterations: int = 5000) 
     root = game.initial_state(1)
     parallel = UCTPlayer(game, iterations)
     sequential = UCTPlayer(game, iterations, parallel=1)
-
-    def one_game(player) -> Callable[[], float]:
-        calls = [0]
-
-        def work() -> float:
-            player.act(root, keys=fold(make_keys(0, 1), calls[0]))
-            calls[0] += 1
-            return float(iterations)
-
-        return work
-
     rng = random.Random(0)
     py_root = reference.py_state_from_tensor(game, root, 0)
 
@@ -274,8 +271,8 @@ def bench_uct_one_game(seconds: float, repeats: int, *, iterations: int = 5000) 
         reference.uct(py_root, iterations, rng)
         return float(iterations)
 
-    ours, ours_sequential, theirs = rates(one_game(parallel), one_game(sequential), scalar, seconds=seconds,
-                                          repeats=repeats)
+    ours, ours_sequential, theirs = rates(acting(parallel, root, iterations), acting(sequential, root, iterations),
+                                          scalar, seconds=seconds, repeats=repeats)
     return {"iterations_per_s": ours, "sequential_iterations_per_s": ours_sequential,
             "reference_iterations_per_s": theirs, "speedup": ours / theirs,
             "parallel": parallel.leaves_per_step(iterations), "iterations": iterations}
@@ -294,16 +291,6 @@ def bench_puct_one_game(seconds: float, repeats: int, *, simulations: int = 800)
     sequential = AZPlayer(game, net, simulations, parallel=1)
     leaves = parallel.leaves_per_step(simulations)
 
-    def one_game(player) -> Callable[[], float]:
-        calls = [0]
-
-        def work() -> float:
-            player.act(root, keys=fold(make_keys(0, 1), calls[0]))
-            calls[0] += 1
-            return float(simulations)
-
-        return work
-
     evaluator = parallel.searcher.evaluator
     positions = game.initial_state(leaves)
     planes, legal = game.encode(positions), game.legal_mask(positions)
@@ -316,8 +303,8 @@ def bench_puct_one_game(seconds: float, repeats: int, *, simulations: int = 800)
             module(planes, legal)
         return float(leaves)
 
-    ours, ours_sequential, evals = rates(one_game(parallel), one_game(sequential), forward, seconds=seconds,
-                                         repeats=repeats)
+    ours, ours_sequential, evals = rates(acting(parallel, root, simulations), acting(sequential, root, simulations),
+                                         forward, seconds=seconds, repeats=repeats)
     return {"sims_per_s": ours, "sequential_sims_per_s": ours_sequential, "speedup": ours / ours_sequential,
             "net_evals_per_s": evals, "efficiency": ours / evals, "parallel": leaves, "precision": precision,
             "simulations": simulations}
@@ -344,11 +331,13 @@ def bench_overhead(seconds: float, repeats: int, *, batch: int = 256, simulation
         game = games.make(name)
         roots = game.initial_state(batch)
         evaluator, rule = TrivialEvaluator(), PUCT()
-        calls = [0]
+        calls, spare = [0], [None]
 
         def ours() -> float:
-            tree = new_tree(game, roots, simulations + 1, fold(make_keys(0, batch), calls[0]))
+            # the last search's tree refilled, as the players and search.search(reuse=) do
+            tree = new_tree(game, roots, simulations + 1, fold(make_keys(0, batch), calls[0]), reuse=spare[0])
             simulate(tree, game, evaluator, rule, simulations)
+            spare[0] = tree
             calls[0] += 1
             return float(batch * simulations)
 
