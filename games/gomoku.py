@@ -199,6 +199,10 @@ class Gomoku(Game):
     def encode(self, state: BoardState) -> torch.Tensor:
         # Written into one preallocated tensor: this runs for every leaf the search evaluates.
         batch, cells = state.batch_size, self.num_actions
+        if kernels.usable(state.board) and state.board.is_contiguous():
+            planes = kernels.stone_planes(state.board.view(batch, cells), state.to_play.contiguous(),
+                                          state.last_action.contiguous())
+            return planes.view(batch, 4, self.height, self.width)
         planes = torch.empty(batch, 4, cells, device=state.device)
         relative = state.board.view(batch, cells) * player_sign(state.to_play).to(torch.int8).view(-1, 1)
         planes[:, 0] = relative == 1  # own stones

@@ -91,6 +91,20 @@ def test_random_games_step_the_same(spec):
     assert bool(ours[-1].done.all()) and bool((ours[-1].winner != 0).any())
 
 
+@pytest.mark.parametrize("spec", ["gomoku:size=8,k=5", "gomoku:size=15,width=9,height=7", "tictactoe"])
+def test_network_planes_are_the_same(spec):
+    game = games.make_from_spec(spec)
+    state, positions = game.initial_state(32), []
+    for ply in range(40):
+        positions.append(state)
+        if bool(state.done.all()):
+            break
+        state = game.step(state, games.sample_uniform_legal(game.legal_mask(state), make_keys(ply, 32)))
+    ours, theirs = both(lambda: [game.encode(s) for s in positions])
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
+    assert bool(ours[-1][:, 0].sum(dim=(1, 2)).gt(0).all())  # stones on every board by then
+
+
 def test_gomoku_move_checks_agree_on_legal_and_illegal_moves():
     game = games.make("gomoku", size=7, k=4)
     state = game.initial_state(256)
