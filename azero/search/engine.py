@@ -331,7 +331,8 @@ def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: 
     tree_base = rows * capacity
     new_flat = tree_base + new
     action = leaves.actions
-    parent_states = tree.states.take(tree_base + leaves.parents)
+    parent_flat = tree_base + leaves.parents
+    parent_states = tree.states.take(parent_flat) if walker is None else walker.take_states(parent_flat)
     states = game.step(parent_states, action, trusted=True)  # legal by construction
     legal = game.legal_mask(states)
     result = game.result(states)
@@ -339,7 +340,10 @@ def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: 
     def put(array, values):
         array.view(-1, *array.shape[2:]).index_copy_(0, new_flat, values)
 
-    tree.states.put_(new_flat, states)
+    if walker is None:
+        tree.states.put_(new_flat, states)
+    else:
+        walker.put_states(new_flat, states)
     prior, leaf_value = evaluator(states, keys, legal)
     if walker is not None:
         return walker.record(leaves, parent_states, states, legal, result, prior, leaf_value)

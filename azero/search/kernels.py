@@ -22,6 +22,7 @@ See games.kernels for the why, AZERO_NO_KERNELS, and a note on numba's disk cach
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import numpy as np
@@ -402,6 +403,9 @@ class Walker:
         self.backup_arrays = tuple(arrays[name] for name in _BACKUP)
         self.no_prior = np.zeros((1, actions), np.float32)  # record's prior argument when the evaluator gives none
         self.keys, self.next_node = tree.keys.numpy(), tree.next_node.numpy()
+        # the positions' fields (numpy's row copies cost less than torch's index_select/index_copy_ here)
+        self.state_type = type(tree.states)
+        self.state_fields = {f.name: getattr(tree.states, f.name).numpy() for f in dataclasses.fields(tree.states)}
         self.collisions = 0
         self.found = 0  # the leaves of the last gather (the first entries of self.outputs[:5])
 
@@ -457,6 +461,17 @@ class Walker:
             rows, nodes, value.to(torch.float32).contiguous().numpy(), rows.shape[0], self.outputs[5],
             self.outputs[6], self.collisions, self.capacity, *self.backup_arrays,
         )
+
+    def take_states(self, flat: torch.Tensor):
+        """The positions of nodes `flat` (long [n], b * N + node): tree.states.take(flat)."""
+        index = flat.numpy()
+        return self.state_type(**{name: torch.from_numpy(array[index]) for name, array in self.state_fields.items()})
+
+    def put_states(self, flat: torch.Tensor, states) -> None:
+        """Nodes `flat` (long [n], distinct) take the positions `states`: tree.states.put_(flat, states)."""
+        index = flat.numpy()
+        for name, array in self.state_fields.items():
+            array[index] = getattr(states, name).numpy()
 
     def _found(self, leaves: Leaves) -> tuple[np.ndarray, np.ndarray]:
         """The rows and nodes of `leaves` as numpy arrays: the walker's own buffers when they
