@@ -382,7 +382,6 @@ class Walker:
         self.outputs += (self.counts,)
         self.root_action = torch.full((batch,), NO_ACTION, dtype=torch.long)  # NO_ACTION: the rule chooses
         self.root_action_np = self.root_action.numpy()
-        self._budget: tuple = (None, None)  # the last budget tensor and its numpy view
         # (c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced_playouts): each rule reads its own
         if isinstance(rule, UCB1):
             self.kind, self.params = UCB1_KIND, (float(rule.c), 0.0, 1.0, 0.0, 0.0, 0.0, 0.0)
@@ -407,7 +406,6 @@ class Walker:
         self.state_type = type(tree.states)
         self.state_fields = {f.name: getattr(tree.states, f.name).numpy() for f in dataclasses.fields(tree.states)}
         self.collisions = 0
-        self.found = 0  # the leaves of the last gather (the first entries of self.outputs[:5])
 
     def gather(self, budget: torch.Tensor, root_action: torch.Tensor | None = None) -> Leaves:
         """Walk tree b `budget[b]` times (long [B]) from its root with the rule (from
@@ -418,12 +416,9 @@ class Walker:
         RuntimeError if a tree has no room for a new node."""
         if root_action is not None:
             self.root_action.copy_(root_action)
-        if budget is not self._budget[0]:  # (one step after another passes the same tensor)
-            self._budget = (budget, budget.numpy())
-        _gather(self.kind, self.virtual_loss, *self.arrays, self.keys, self.next_node, self._budget[1],
+        _gather(self.kind, self.virtual_loss, *self.arrays, self.keys, self.next_node, budget.numpy(),
                 self.root_action_np, self.capacity, *self.params, *self.outputs)
         leaves, self.collisions, full = (int(x) for x in self.counts)
-        self.found = leaves
         if full:
             raise RuntimeError(f"search tree is full ({self.capacity} nodes); allocate more capacity")
         return Leaves(*(t[:leaves] for t in self.leaves))
@@ -474,10 +469,12 @@ class Walker:
             array[index] = getattr(states, name).numpy()
 
     def _found(self, leaves: Leaves) -> tuple[np.ndarray, np.ndarray]:
-        """The rows and nodes of `leaves` as numpy arrays: the walker's own buffers when they
-        are the last gather's leaves (a tensor's .numpy() costs more than the loops here)."""
-        if leaves.rows.shape[0] == self.found and leaves.rows.data_ptr() == self.leaves.rows.data_ptr():
-            return self.outputs[0][:self.found], self.outputs[1][:self.found]
+        """The rows and nodes of `leaves` as numpy arrays: prefixes of the walker's own buffers
+        when `leaves` came from its gather (a tensor's .numpy() costs more than the loops here)."""
+        count = leaves.rows.shape[0]
+        ours = leaves.rows.data_ptr() == self.leaves.rows.data_ptr()
+        if ours and leaves.nodes.data_ptr() == self.leaves.nodes.data_ptr():
+            return self.outputs[0][:count], self.outputs[1][:count]
         return leaves.rows.numpy(), leaves.nodes.numpy()
 
 
