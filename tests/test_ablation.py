@@ -19,15 +19,15 @@ from azero.ablation.runner import display
 from azero.config import ConfigError
 from azero.errors import UserError
 from azero.plot import ARM_COLOURS, arms_svg, nice_ticks
+from runs import tiny_sets
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 # every arm: a tiny network, a few dozen positions an iteration, an evaluation against `random` each iteration
-TINY = ["--set", "selfplay.games=16", "--set", "selfplay.positions_per_iteration=64", "--set", "search.simulations=4",
-        "--set", "train.min_replay=32", "--set", "train.batch_size=32", "--set", "network.blocks=1",
-        "--set", "network.channels=8", "--set", "network.value_hidden=8", "--set", "evaluation.every=1",
-        "--set", "evaluation.games=2", "--set", "evaluation.previous_games=0", "--set", "evaluation.ladder=random",
-        "--set", "evaluation.simulations=4", "--sims", "4"]
+TINY = [*tiny_sets({"selfplay.positions_per_iteration": 64, "search.simulations": 4, "train.min_replay": 32,
+                    "network.blocks": 1, "network.channels": 8, "network.value_hidden": 8, "evaluation.every": 1,
+                    "evaluation.games": 2, "evaluation.previous_games": 0, "evaluation.ladder": "random"}),
+        "--sims", "4"]
 
 
 def plan(**changes):

@@ -26,17 +26,16 @@ import torch
 import games
 from azero.checkpoint import load_checkpoint, safe_load
 from azero.replay import ReplayBuffer, chunks, restore
+from runs import tiny_args
 
 REPO = Path(__file__).resolve().parent.parent
 # A tiny run whose replay ring wraps (capacity 200, 60 new positions an iteration), so pruning happens.
-TINY = [
-    "--game", "tictactoe", "--no-progress",
-    "--set", "selfplay.games=8", "--set", "selfplay.positions_per_iteration=60",
-    "--set", "search.simulations=4", "--set", "train.min_replay=32", "--set", "train.batch_size=16",
-    "--set", "replay.capacity=200", "--set", "network.blocks=1", "--set", "network.channels=8",
-    "--set", "evaluation.every=0", "--set", "evaluation.games=2", "--set", "evaluation.ladder=[4]",
-    "--set", "evaluation.simulations=2", "--set", "evaluation.previous_games=0", "--set", "run.keep_every=3",
-]
+TINY = tiny_args({
+    "selfplay.games": 8, "selfplay.positions_per_iteration": 60, "search.simulations": 4,
+    "train.min_replay": 32, "train.batch_size": 16, "replay.capacity": 200, "network.blocks": 1,
+    "network.channels": 8, "evaluation.games": 2, "evaluation.ladder": "[4]", "evaluation.simulations": 2,
+    "evaluation.previous_games": 0, "run.keep_every": 3,
+})
 POINTS = [f"{file}.{step}" for file in ("checkpoint", "snapshot", "replay") for step in
           ("write", "fsync", "rename", "renamed")] + ["metrics.write", "metrics.written", "replay.prune"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}

@@ -19,16 +19,13 @@ import torch
 import games
 from azero.distributed.ledger import Chunk, Ledger, select_games
 from azero.selfplay import Samples
+from runs import tiny_args
 
 REPO = Path(__file__).resolve().parent.parent
-TINY = [
-    "--game", "tictactoe", "--no-progress",
-    "--set", "selfplay.games=16", "--set", "selfplay.positions_per_iteration=150",
-    "--set", "search.simulations=8", "--set", "train.min_replay=64", "--set", "train.batch_size=32",
-    "--set", "evaluation.every=0", "--set", "evaluation.games=4", "--set", "evaluation.ladder=[10]",
-    "--set", "evaluation.simulations=4", "--set", "evaluation.previous_games=2", "--set", "run.keep_every=2",
-    "--set", "run.threads=1",  # on a loaded machine, torch's threads spin against each other (10x slower)
-]
+TINY = tiny_args({
+    "evaluation.previous_games": 2,
+    "run.threads": 1,  # on a loaded machine, torch's threads spin against each other (10x slower)
+})
 RAY = ["--ray", "--actors", "2"]
 
 

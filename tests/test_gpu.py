@@ -18,16 +18,11 @@ from azero.network import PolicyValueNet
 from azero.replay import ReplayBuffer
 from azero.selfplay import SelfPlay
 from azero.trainer import Trainer, autocast_dtype
+from runs import tiny_args
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")]
 REPO = Path(__file__).resolve().parent.parent
-TINY = [
-    "--game", "tictactoe", "--no-progress", "--device", "cuda",
-    "--set", "selfplay.games=16", "--set", "selfplay.positions_per_iteration=150",
-    "--set", "search.simulations=8", "--set", "train.min_replay=64", "--set", "train.batch_size=32",
-    "--set", "evaluation.every=0", "--set", "evaluation.games=4", "--set", "evaluation.ladder=[10]",
-    "--set", "evaluation.simulations=4",
-]
+TINY = [*tiny_args(), "--device", "cuda"]
 
 
 @pytest.mark.parametrize("mixed_precision", ["auto", "float16", "bfloat16", "off"])

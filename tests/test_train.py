@@ -10,15 +10,10 @@ import time
 from pathlib import Path
 
 import torch
+from runs import tiny_args
 
 REPO = Path(__file__).resolve().parent.parent
-TINY = [
-    "--game", "tictactoe", "--no-progress",
-    "--set", "selfplay.games=16", "--set", "selfplay.positions_per_iteration=150",
-    "--set", "search.simulations=8", "--set", "train.min_replay=64", "--set", "train.batch_size=32",
-    "--set", "evaluation.every=0", "--set", "evaluation.games=4", "--set", "evaluation.ladder=[10]",
-    "--set", "evaluation.simulations=4", "--set", "run.keep_every=2",
-]
+TINY = tiny_args()
 
 
 def train(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
