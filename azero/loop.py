@@ -43,7 +43,7 @@ from .errors import UserError
 from .evaluation import LadderEvaluator
 from .faults import fault
 from .network import PolicyValueNet, precision_problem
-from .replay import ReplayBuffer, prune, restore, save_chunk
+from .replay import ReplayBuffer, prune, restore, save_chunk, stored_fields
 from .selfplay import Samples, SelfPlay
 from .trainer import Trainer, autocast_dtype
 
@@ -149,7 +149,7 @@ class Run:
         self.game = games.make_from_spec(config.game.spec)
         self.net = PolicyValueNet(config.network, self.game).to(device).eval()
         self.trainer = Trainer(self.net, config.train, device)
-        self.buffer = ReplayBuffer(self.game, config.replay.capacity)
+        self.buffer = ReplayBuffer(self.game, config.replay.capacity, stored_fields(config.network))
         self.selfplay = SelfPlay(self.game, self.net, config.search, config.selfplay, device=device,
                                  seed=config.run.seed)
         self.evaluator = ladder_evaluator(self.game, config, device)
@@ -258,7 +258,7 @@ class Run:
         iteration = self.iteration + 1
         samples, record = self.source.collect(config.selfplay.positions_per_iteration)
         self.buffer.add(samples)
-        save_chunk(self.dir / "replay", iteration, samples)
+        save_chunk(self.dir / "replay", iteration, samples, self.buffer.names)
         record = {"iteration": iteration, **record}
         if len(self.buffer) >= config.train.min_replay:
             steps = self.trainer.steps_for(len(samples))

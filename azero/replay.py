@@ -9,6 +9,7 @@ iteration, never a rewrite of the whole buffer.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -21,20 +22,38 @@ from .errors import UserError
 from .selfplay import Samples
 
 
+# The targets of the network's optional heads: a run whose network lacks the head neither
+# keeps nor saves them (the opponent's policy alone is A floats a sample: 360 MB in a
+# 400,000-sample ring of 15x15 gomoku).
+HEAD_FIELDS = {
+    "ownership": ("ownership",),
+    "score": ("score",),
+    "opponent_policy": ("opponent_policy", "opponent_weight"),
+}
+
+
+def stored_fields(network_config) -> list[str]:
+    """The fields of `Samples` a run with this network trains on, so keeps and saves."""
+    dropped = {name for head, names in HEAD_FIELDS.items() if not getattr(network_config, head) for name in names}
+    return [f.name for f in dataclasses.fields(Samples) if f.name not in dropped]
+
+
 class ReplayBuffer:
     """Up to `capacity` samples; the oldest are overwritten first.
 
-    One array per field of `Samples`, with the sample first: planes uint8 [N, C, H, W],
-    policy float [N, A], legal bool [N, A], value float [N], and the fields after it.
+    One array per kept field of `Samples` (`names`; by default all), with the sample first:
+    planes uint8 [N, C, H, W], policy float [N, A], legal bool [N, A], value float [N], and
+    the fields after it. Batches carry the fields not kept at their defaults (no target).
     """
 
-    def __init__(self, game: Game, capacity: int):
+    def __init__(self, game: Game, capacity: int, names: list[str] | None = None):
         h, w = game.board_shape
         self.game, self.capacity = game, capacity
         empty = Samples(torch.zeros(1, game.num_planes, h, w, dtype=torch.uint8), torch.zeros(1, game.num_actions),
                         torch.zeros(1, game.num_actions, dtype=torch.bool), torch.zeros(1))
-        self.names = list(empty.fields())
-        for name, example in empty.fields().items():
+        self.names = list(empty.fields()) if names is None else list(names)
+        for name in self.names:
+            example = getattr(empty, name)
             setattr(self, name, torch.zeros(capacity, *example.shape[1:], dtype=example.dtype))
         self.size = 0
         self.cursor = 0
@@ -52,8 +71,8 @@ class ReplayBuffer:
             start = (self.cursor + n - self.capacity) % self.capacity
             samples = samples.map(lambda t: t[-self.capacity:])
         index = (start + torch.arange(len(samples))) % self.capacity
-        for name, values in samples.fields().items():
-            getattr(self, name)[index] = values
+        for name in self.names:
+            getattr(self, name)[index] = getattr(samples, name)
         self.cursor = int((self.cursor + n) % self.capacity)
         self.size = min(self.capacity, self.size + n)
         self.total_added += n
@@ -74,19 +93,24 @@ class ReplayBuffer:
                 rows = (which == k).nonzero().squeeze(1)
                 if rows.numel():
                     for name in ("planes", "ownership"):
-                        getattr(out, name)[rows] = sym.planes(getattr(out, name)[rows])
+                        if name in self.names:
+                            getattr(out, name)[rows] = sym.planes(getattr(out, name)[rows])
                     for name in ("policy", "legal", "opponent_policy"):
-                        getattr(out, name)[rows] = sym.policy(getattr(out, name)[rows])
+                        if name in self.names:
+                            getattr(out, name)[rows] = sym.policy(getattr(out, name)[rows])
         return out
 
 
 CHUNK = re.compile(r"^iter-(\d{6})-(\d+)\.pt$")
 
 
-def save_chunk(folder: Path, iteration: int, samples: Samples) -> None:
-    """One iteration's new samples as `iter-<iteration>-<count>.pt` (written atomically)."""
+def save_chunk(folder: Path, iteration: int, samples: Samples, names: list[str] | None = None) -> None:
+    """One iteration's new samples as `iter-<iteration>-<count>.pt` (written atomically): the
+    fields `names` (by default all)."""
     path = folder / f"iter-{iteration:06d}-{len(samples)}.pt"
-    atomic_save({"iteration": iteration, **samples.fields()}, path, point="replay")
+    fields = samples.fields()
+    kept = {name: fields[name] for name in (fields if names is None else names)}
+    atomic_save({"iteration": iteration, **kept}, path, point="replay")
 
 
 def chunks(folder: Path) -> list[tuple[int, int, Path]]:

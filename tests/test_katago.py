@@ -13,14 +13,15 @@ import torch
 
 import games
 from networks import small_net
+from runs import tiny_settings
 from azero.checkpoint import load_checkpoint, network_checkpoint, network_from_checkpoint
 from azero.config import ConfigError, load_config
 from azero.errors import UserError
-from azero.loop import open_run
+from azero.loop import open_run, train
 from azero.network import (GlobalPoolingBlock, NetworkConfig, NetworkEvaluator, PolicyValueNet, ResidualBlock,
                            global_pool, pooling_blocks, wdl_value)
 from azero.quantized import Int8Network, calibration_positions
-from azero.replay import ReplayBuffer
+from azero.replay import ReplayBuffer, chunks, restore, stored_fields
 from azero.search import PUCT, NodeView
 from azero.search.forced import forced_visits, prune_forced_visits
 from azero.selfplay import Samples, SelfPlay, game_samples
@@ -283,6 +284,27 @@ def test_replay_symmetries_move_ownership_like_boards_and_the_opponent_policy_li
     cells = batch.policy.argmax(dim=1)
     assert torch.equal(batch.opponent_policy[first].argmax(dim=1), cells[first])
     assert bool((batch.ownership.flatten(1).gather(1, cells.unsqueeze(1)) == -1).all())  # still white's point
+
+
+def test_a_run_stores_only_the_targets_of_the_heads_its_network_has(tmp_path):
+    tiny = tiny_settings({"game.spec": "othello:size=6", "selfplay.games": 4, "selfplay.positions_per_iteration": 40,
+                          "search.simulations": 4, "train.min_replay": 16, "train.batch_size": 8,
+                          "replay.capacity": 100, "network.blocks": 1, "network.channels": 8,
+                          "evaluation.ladder": "[2]", "evaluation.simulations": 2, "evaluation.previous_games": 0})
+    plain = load_config(game="othello", overrides=tiny)
+    assert stored_fields(plain.network) == ["planes", "policy", "legal", "value", "policy_weight"]
+    config = load_config(game="othello", overrides=[*tiny, "network.ownership=true"])
+    names = stored_fields(config.network)
+    assert names == ["planes", "policy", "legal", "value", "policy_weight", "ownership"]
+    run_dir = train(config, tmp_path / "run", iterations=1, progress=False, command=["test"], log=lambda _: None)
+    assert len(chunks(run_dir / "replay")) == 1, sorted(str(p) for p in run_dir.rglob("*"))
+    ((_, count, path),) = chunks(run_dir / "replay")
+    assert set(torch.load(path)) == {"iteration", *names}  # no score, no opponent policy on disk
+    buffer = ReplayBuffer(games.make_from_spec("othello:size=6"), 100, names)
+    restore(buffer, run_dir / "replay", up_to=1, positions=count)
+    assert not hasattr(buffer, "opponent_policy") and bool((buffer.ownership[:count] != 0).any())
+    batch = buffer.sample(8, torch.Generator().manual_seed(0))
+    assert batch.score.shape == (8,) and not bool(batch.opponent_weight.any())  # defaults: no target
 
 
 def test_the_score_target_splits_a_half_point_margin_between_its_neighbours():
