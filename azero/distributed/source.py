@@ -19,7 +19,8 @@ writes the run folder, exactly as with self-play in one process. Here:
 - evaluate(...) starts the ladder on the evaluator actor when an evaluation is due and it is
   free (else as soon as it is), and reports an evaluation in the record of the iteration in which
   it finished (eval/network_iteration says which network it was); only the run's last iteration
-  waits for it.
+  waits for it. The last iteration's record holds the last network's evaluation alone: an
+  earlier one still running then is finished first and rates the ladder, unreported.
 
 Metrics: charts/selfplay_positions_per_s is the iteration's positions over the wall time since
 the previous iteration's were in (the pipeline's rate, training included: actors play on while
@@ -234,10 +235,12 @@ class RaySelfPlay:
         metrics = self._finish_evaluation(wait=False) if self.evaluation else {}
         self.evaluation_due |= due
         if last:  # the run ends with the evaluation of its last network
-            if self.evaluation:
-                metrics.update(self._finish_evaluation(wait=True))
+            if self.evaluation:  # an earlier network's, still running: it rates the ladder first
+                self._finish_evaluation(wait=True)
             self._start_evaluation(iteration)
-            metrics.update(self._finish_evaluation(wait=True))
+            # the record reports only the last network's evaluation (its eval/* keys would
+            # otherwise mix two networks'); the earlier one is in the ladder's state
+            return self._finish_evaluation(wait=True) or metrics
         elif self.evaluation_due and self.evaluation is None:
             self._start_evaluation(iteration)
         return metrics
