@@ -296,8 +296,9 @@ def test_a_run_stores_only_the_targets_of_the_heads_its_network_has(tmp_path):
     config = load_config(game="othello", overrides=[*tiny, "network.ownership=true"])
     names = stored_fields(config.network)
     assert names == ["planes", "policy", "legal", "value", "policy_weight", "ownership"]
-    run_dir = train(config, tmp_path / "run", iterations=1, progress=False, command=["test"], log=lambda _: None)
-    assert len(chunks(run_dir / "replay")) == 1, sorted(str(p) for p in run_dir.rglob("*"))
+    said: list[str] = []
+    run_dir = train(config, tmp_path / "run", iterations=1, progress=False, command=["test"], log=said.append)
+    assert len(chunks(run_dir / "replay")) == 1, (said, sorted(p.name for p in run_dir.rglob("*")))
     ((_, count, path),) = chunks(run_dir / "replay")
     assert set(torch.load(path)) == {"iteration", *names}  # no score, no opponent policy on disk
     buffer = ReplayBuffer(games.make_from_spec("othello:size=6"), 100, names)
