@@ -43,8 +43,8 @@ from .errors import UserError
 from .evaluation import LadderEvaluator
 from .faults import fault
 from .network import PolicyValueNet, precision_problem
-from .replay import ReplayBuffer, prune, restore, save_chunk, stored_fields
-from .selfplay import Samples, SelfPlay
+from .replay import ReplayBuffer, prune, restore, save_chunk
+from .selfplay import Samples, SelfPlay, stored_fields
 from .trainer import Trainer, autocast_dtype
 
 REPO = Path(__file__).resolve().parent.parent  # the source checkout, when azero runs from one

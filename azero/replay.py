@@ -9,7 +9,6 @@ iteration, never a rewrite of the whole buffer.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 
@@ -20,22 +19,6 @@ from games import Game
 from .checkpoint import atomic_save, safe_load
 from .errors import UserError
 from .selfplay import Samples
-
-
-# The targets of the network's optional heads: a run whose network lacks the head neither
-# keeps nor saves them (the opponent's policy alone is A floats a sample: 360 MB in a
-# 400,000-sample ring of 15x15 gomoku).
-HEAD_FIELDS = {
-    "ownership": ("ownership",),
-    "score": ("score",),
-    "opponent_policy": ("opponent_policy", "opponent_weight"),
-}
-
-
-def stored_fields(network_config) -> list[str]:
-    """The fields of `Samples` a run with this network trains on, so keeps and saves."""
-    dropped = {name for head, names in HEAD_FIELDS.items() if not getattr(network_config, head) for name in names}
-    return [f.name for f in dataclasses.fields(Samples) if f.name not in dropped]
 
 
 class ReplayBuffer:

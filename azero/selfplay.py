@@ -33,7 +33,8 @@ KataGo's training signals (Wu 2019), each a switch of the config:
   again (search/forced.py).
 * Auxiliary targets: a finished game's ownership of each point and its final margin
   (games with `has_ownership` / `has_score`), from each position's player to move's view,
-  and the next position's policy target as the opponent-reply target.
+  and the next position's policy target as the opponent-reply target; each recorded only
+  when the network has its head (`stored_fields`), the others left at their defaults.
 """
 
 from __future__ import annotations
@@ -72,8 +73,10 @@ class Samples:
     opponent_policy: float [n, A]        the next position's policy target (the opponent's reply)
     opponent_weight: float [n]           1 where that target exists (the next move was a full search)
 
-    The fields after `value` may be left out (older replay files, tests): they default to
-    policy weight 1 and no auxiliary targets.
+    The fields after `value` may be left out (targets of heads the network lacks, older
+    replay files, tests): they default to policy weight 1 and no auxiliary targets, each
+    one row repeated (stride 0 along the samples: no memory, and a few bytes when pickled
+    to a learner), which `cat` keeps so. Write into a batch's fields only if they were given.
     """
 
     planes: torch.Tensor
@@ -89,15 +92,15 @@ class Samples:
     def __post_init__(self) -> None:
         n, device = self.value.shape[0], self.value.device
         if self.policy_weight is None:
-            self.policy_weight = torch.ones(n, device=device)
+            self.policy_weight = repeated(torch.ones((), device=device), n)
         if self.ownership is None:
-            self.ownership = torch.zeros(n, *self.planes.shape[-2:], dtype=torch.int8, device=device)
+            self.ownership = repeated(torch.zeros(self.planes.shape[-2:], dtype=torch.int8, device=device), n)
         if self.score is None:
-            self.score = torch.zeros(n, device=device)
+            self.score = repeated(torch.zeros((), device=device), n)
         if self.opponent_policy is None:
-            self.opponent_policy = torch.zeros_like(self.policy)
+            self.opponent_policy = repeated(torch.zeros(self.policy.shape[1:], device=device), n)
         if self.opponent_weight is None:
-            self.opponent_weight = torch.zeros(n, device=device)
+            self.opponent_weight = repeated(torch.zeros((), device=device), n)
 
     def __len__(self) -> int:
         return self.value.shape[0]
@@ -113,7 +116,36 @@ class Samples:
     @staticmethod
     def cat(parts: list["Samples"]) -> "Samples":
         names = [f.name for f in dataclasses.fields(Samples)]
-        return Samples(**{name: torch.cat([getattr(p, name) for p in parts]) for name in names})
+        return Samples(**{name: _cat([getattr(p, name) for p in parts]) for name in names})
+
+
+def repeated(row: torch.Tensor, n: int) -> torch.Tensor:
+    """`row` as n rows [n, *row.shape] that share its memory (stride 0 along the first dim)."""
+    return row.as_strided((n, *row.shape), (0, *row.stride()))
+
+
+def _cat(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """torch.cat, but parts that all repeat one row (targets not recorded) stay that row repeated."""
+    rows = [t[0] for t in tensors if len(t)]
+    if rows and all(t.stride(0) == 0 for t in tensors if len(t)) and all(torch.equal(r, rows[0]) for r in rows):
+        return repeated(rows[0], sum(len(t) for t in tensors))
+    return torch.cat(tensors)
+
+
+# The targets of the network's optional heads: a run whose network lacks the head neither
+# records, keeps nor saves them (the opponent's policy alone is A floats a sample: 360 MB
+# in a 400,000-sample ring of 15x15 gomoku, and as much again sent by self-play actors).
+HEAD_FIELDS = {
+    "ownership": ("ownership",),
+    "score": ("score",),
+    "opponent_policy": ("opponent_policy", "opponent_weight"),
+}
+
+
+def stored_fields(network_config) -> list[str]:
+    """The fields of `Samples` a run with this network trains on, so records and keeps."""
+    dropped = {name for head, names in HEAD_FIELDS.items() if not getattr(network_config, head) for name in names}
+    return [f.name for f in dataclasses.fields(Samples) if f.name not in dropped]
 
 
 @dataclass
@@ -142,20 +174,26 @@ class SelfPlayStats:
 
 
 def game_samples(game: Game, final: State, planes: torch.Tensor, policy: torch.Tensor, policy_weight: torch.Tensor,
-                 legal: torch.Tensor, to_play: torch.Tensor) -> Samples:
+                 legal: torch.Tensor, to_play: torch.Tensor, fields: list[str] | None = None) -> Samples:
     """The samples of one finished game: its n positions' records and targets from its end.
 
     final: State [1], the finished position; planes uint8 [n, C, H, W], policy float [n, A],
     policy_weight float [n], legal bool [n, A], to_play long [n] (the player to move at each).
     The value, ownership and score come from `final`, each turned to the view of the
     position's player to move; the opponent's reply of position t is position t + 1's target.
+    Of the auxiliary targets, only those in `fields` (by default all) are built.
     """
+    wanted = set(HEAD_FIELDS) if fields is None else set(fields)
     sign = player_sign(to_play)
     result = game.result(final)[0]
-    ownership = game.ownership(final)[0] * sign.to(torch.int8).view(-1, 1, 1) if game.has_ownership else None
-    score = game.score(final)[0] * sign.float() if game.has_score else None
-    opponent_policy, opponent_weight = torch.zeros_like(policy), torch.zeros_like(policy_weight)
-    opponent_policy[:-1], opponent_weight[:-1] = policy[1:], policy_weight[1:]  # none after the last move
+    ownership = score = opponent_policy = opponent_weight = None
+    if game.has_ownership and "ownership" in wanted:
+        ownership = game.ownership(final)[0] * sign.to(torch.int8).view(-1, 1, 1)
+    if game.has_score and "score" in wanted:
+        score = game.score(final)[0] * sign.float()
+    if "opponent_policy" in wanted:
+        opponent_policy, opponent_weight = torch.zeros_like(policy), torch.zeros_like(policy_weight)
+        opponent_policy[:-1], opponent_weight[:-1] = policy[1:], policy_weight[1:]  # none after the last move
     return Samples(planes, policy, legal, result * sign.float(), policy_weight=policy_weight, ownership=ownership,
                    score=score, opponent_policy=opponent_policy, opponent_weight=opponent_weight)
 
@@ -166,6 +204,7 @@ class SelfPlay:
     def __init__(self, game: Game, net: PolicyValueNet, search: SearchConfig, selfplay: SelfPlayConfig, *,
                  device="cpu", seed: int = 0):
         self.game, self.search_cfg = game, search
+        self.fields = stored_fields(net.config)  # the auxiliary targets its network has heads for
         self.batch = selfplay.games
         self.full_search_fraction = selfplay.full_search_fraction
         if self.full_search_fraction < 1 and not 1 <= search.cheap_simulations < search.simulations:
@@ -315,7 +354,7 @@ class SelfPlay:
             n = int(self.length[slot])
             parts.append(game_samples(game, final[i], self.planes[slot, :n].clone(), self.policy[slot, :n].clone(),
                                       self.policy_weight[slot, :n].clone(), self.legal[slot, :n].clone(),
-                                      self.to_play[slot, :n]))
+                                      self.to_play[slot, :n], self.fields))
             outcomes.append((int(result[i]), n))
         fresh = self.game.initial_state(finished.numel())
         self.states.put_(finished, fresh)

@@ -6,6 +6,7 @@ modules keep working with the new heads."""
 from __future__ import annotations
 
 import math
+import pickle
 from pathlib import Path
 
 import pytest
@@ -21,10 +22,10 @@ from azero.loop import open_run, train
 from azero.network import (GlobalPoolingBlock, NetworkConfig, NetworkEvaluator, PolicyValueNet, ResidualBlock,
                            global_pool, pooling_blocks, wdl_value)
 from azero.quantized import Int8Network, calibration_positions
-from azero.replay import ReplayBuffer, chunks, restore, stored_fields
+from azero.replay import ReplayBuffer, chunks, restore
 from azero.search import PUCT, NodeView
 from azero.search.forced import forced_visits, prune_forced_visits
-from azero.selfplay import Samples, SelfPlay, game_samples
+from azero.selfplay import Samples, SelfPlay, game_samples, stored_fields
 from azero.trainer import losses, score_target, wdl_target
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -68,6 +69,32 @@ def test_a_finished_games_samples_carry_the_flags_and_the_next_moves_target():
     assert torch.equal(samples.opponent_weight, torch.tensor([0.0, 1.0, 1.0, 0.0]))  # the next move's flag
     assert torch.equal(samples.opponent_policy[:3], policy[1:]) and not samples.opponent_policy[3].any()
     assert not samples.ownership.any() and not samples.score.any()  # tic-tac-toe has neither
+
+
+def test_self_play_records_and_sends_the_opponent_policy_only_for_a_network_with_its_head():
+    config = load_config(game="tictactoe", overrides=["selfplay.games=32", "search.simulations=4"])
+    sizes = {}
+    for head in (False, True):
+        samples, _ = SelfPlay(TTT, small_net(TTT, opponent_policy=head), config.search, config.selfplay,
+                              seed=0).run(200, progress=False)
+        assert bool(samples.opponent_weight.any()) == head
+        # what a self-play actor's chunk costs on the wire to the learner
+        sizes[head] = len(pickle.dumps(samples.map(lambda t: t[:200])))
+    # 200 opponent-policy rows of 9 floats and their 200 flags: 9,000 bytes
+    assert sizes[True] - sizes[False] >= 8000, sizes
+
+
+def test_joining_samples_keeps_unrecorded_targets_free_and_recorded_ones_exact():
+    def part(n, opponent=None):
+        return Samples(torch.zeros(n, 2, 3, 3, dtype=torch.uint8), torch.rand(n, 9),
+                       torch.ones(n, 9, dtype=torch.bool), torch.zeros(n), opponent_policy=opponent)
+    joined = Samples.cat([part(3), part(1), part(0), part(2)])
+    assert joined.opponent_policy.shape == (6, 9) and joined.opponent_policy.stride(0) == 0  # one row, shared
+    assert not joined.opponent_policy.any() and torch.equal(joined.policy_weight, torch.ones(6))
+    recorded = torch.rand(2, 9)
+    mixed = Samples.cat([part(3), part(2, recorded)])
+    assert mixed.opponent_policy.is_contiguous()
+    assert not mixed.opponent_policy[:3].any() and torch.equal(mixed.opponent_policy[3:], recorded)
 
 
 def test_the_policy_loss_skips_cheap_search_samples_and_the_value_loss_does_not():
