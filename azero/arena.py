@@ -108,8 +108,9 @@ def play_match(
     """Play `num_games` games of A against B, `batch` at a time (all at once by default;
     one at a time if a player plays one game at a time). `record_moves` keeps the moves.
 
-    `opening_plies` random moves start every game (each game its own), so that two
-    deterministic players do not just repeat two games.
+    `opening_plies` random moves start every game, so that two deterministic players do
+    not just repeat two games; games 2k and 2k + 1 share their opening, each player taking
+    each side of it once, so a lopsided opening favours neither player.
     """
     if num_games < 1:
         raise ValueError("a match needs at least one game")
@@ -149,8 +150,9 @@ def _play_batch(game, player_a, player_b, ids, seed, device, bar, opening_plies=
     each game as lists, resigned bool [n]).
     """
     n = ids.numel()
-    keys = fold(make_keys(seed, num_games_key := int(ids.max()) + 1, device)[ids], 0)
-    del num_games_key
+    keys = fold(make_keys(seed, int(ids.max()) + 1, device)[ids], 0)
+    pairs = torch.div(ids, 2, rounding_mode="floor")  # a pair of games shares its opening
+    opening_keys = fold(make_keys(seed, int(pairs.max()) + 1, device)[pairs], 0)
     seat_a = (ids % 2).long()  # A moves first (seat 0) in even games
     for p in (player_a, player_b):
         p.reset()
@@ -163,7 +165,7 @@ def _play_batch(game, player_a, player_b, ids, seed, device, bar, opening_plies=
     while not bool(state.done.all()):
         action = torch.full((n,), NO_ACTION, dtype=torch.long, device=device)
         if ply < opening_plies:
-            action = sample_uniform_legal(game.legal_mask(state), fold(keys, 1000 + ply))
+            action = sample_uniform_legal(game.legal_mask(state), fold(opening_keys, 1000 + ply))
         else:
             for tag, (player, seat) in enumerate(((player_a, seat_a), (player_b, 1 - seat_a))):
                 rows = (~state.done & (state.to_play == seat)).nonzero().squeeze(1)

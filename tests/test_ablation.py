@@ -64,6 +64,23 @@ def test_a_plan_is_checked_before_anything_runs():
         plan(arms=["base:", "base:search.simulations=3"])
     with pytest.raises(UserError, match="no yardstick for preset 'nim'"):
         plan(preset="nim")
+    with pytest.raises(UserError, match="--opening-plies must be at least 0"):
+        plan(opening_plies=-1)
+
+
+def test_matches_against_engines_without_randomness_open_with_random_plies(tmp_path):
+    from azero.ablation import Ablation, Plan
+
+    go = plan(preset="go", arms=["base:"], seeds=[0])
+    assert go.opening_plies == 2 and plan(preset="othello").opening_plies == 4 and plan().opening_plies == 0
+    ablation = Ablation(tmp_path / "go", go)
+    ablation.run_dir(go.arms[0], 0).mkdir(parents=True)
+    (ablation.run_dir(go.arms[0], 0) / "config.toml").write_text('[game]\nspec = "go:size=7,komi=7.5"\n')
+    command = ablation.yardstick_command(go.arms[0], 0, go.yardsticks[-1])
+    assert command[command.index("--opening-plies") + 1] == "2" and "gnugo" in command[command.index("--b") + 1]
+    old = go.to_dict()
+    del old["opening_plies"]  # a plan saved before the option: its matches had no random opening
+    assert Plan.from_dict(old).opening_plies == 0 and "opening_plies" in go.extends(Plan.from_dict(old))
 
 
 def test_a_plan_may_grow_by_arms_and_seeds_only():

@@ -269,6 +269,9 @@ def test_evaluate_opening_plies_break_up_repeated_games():
     opened = json.loads(subprocess.run(cmd + ["--opening-plies", "3"], capture_output=True, text=True,
                                        check=True).stdout)
     assert plain["draws"] == 20 and opened["draws"] < 20
+    # each opening is played twice, colours swapped: the first player of game 2k is the
+    # second of game 2k + 1, so with perfect players each pair is one win for each
+    assert opened["a_wins"] == opened["b_wins"] and opened["a_wins_first"] == opened["b_wins_first"]
     bad = subprocess.run(cmd + ["--opening-plies", "-1"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--opening-plies must be at least 0" in bad.stderr
 

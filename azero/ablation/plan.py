@@ -32,6 +32,12 @@ DEFAULT_YARDSTICKS: dict[str, list[str]] = {
     "tictactoe": ["judge:min_plies=0,max_plies=7", "perfect"],
 }
 
+# Random moves that open each match game against a fixed opponent (each opening played with
+# both colours): GNU Go and GRhino at a fixed level, like our networks, have no randomness
+# to speak of, so without them a 40-game match repeats a few games. Othello needs more
+# plies than Go: its first move is one of four symmetric ones.
+DEFAULT_OPENING_PLIES: dict[str, int] = {"go": 2, "othello": 4}
+
 JUDGE_OPTIONS = {
     "positions": Option(DEFAULT_POSITIONS, int, low=1, help="positions judged"),
     "min_plies": Option(DEFAULT_MIN_PLIES, int, low=0, help="fewest random moves before a position"),
@@ -108,6 +114,7 @@ class Plan:
     yardsticks:  what each final network is measured against
     games:       games per match yardstick (alternating colours)
     simulations: the networks' search in the yardsticks
+    opening_plies: random moves that open each match game (games 2k and 2k + 1 share one)
     """
 
     preset: str
@@ -119,6 +126,7 @@ class Plan:
     yardsticks: list[str] = field(default_factory=list)
     games: int = 40
     simulations: int = 0
+    opening_plies: int = 0  # plans saved before it existed played none
 
     def check(self) -> None:
         """UserError for anything wrong before anything runs: arms' configs, yardsticks, budgets."""
@@ -135,6 +143,8 @@ class Plan:
             raise UserError("give distinct seeds, e.g. --seeds 0,1")
         if self.games < 2:
             raise UserError("--games must be at least 2")
+        if self.opening_plies < 0:
+            raise UserError("--opening-plies must be at least 0")
         if not self.yardsticks:
             raise UserError(f"no yardstick for preset {self.preset!r}: give --yardstick judge or a player spec")
         for arm in self.arms:
@@ -160,7 +170,8 @@ class Plan:
     def extends(self, saved: "Plan") -> str | None:
         """None if this plan is `saved` with arms or seeds added (or the same); else what differs."""
         mine, theirs = self.to_dict(), saved.to_dict()
-        for key in ("preset", "minutes", "iterations", "overrides", "yardsticks", "games", "simulations"):
+        for key in ("preset", "minutes", "iterations", "overrides", "yardsticks", "games", "simulations",
+                    "opening_plies"):
             if mine[key] != theirs[key]:
                 return f"{key} is {theirs[key]!r} there, {mine[key]!r} here"
         arms = {arm.name: arm for arm in self.arms}
@@ -175,13 +186,17 @@ class Plan:
 
 
 def make_plan(preset: str, arms: list[str], seeds: list[int], *, minutes: float | None, iterations: int | None,
-              overrides: list[str], yardsticks: list[str] | None, games: int, simulations: int | None) -> Plan:
-    """A checked plan from command-line values (yardsticks and simulations default to the preset's)."""
+              overrides: list[str], yardsticks: list[str] | None, games: int, simulations: int | None,
+              opening_plies: int | None = None) -> Plan:
+    """A checked plan from command-line values (yardsticks, simulations and opening plies default
+    to the preset's)."""
     if yardsticks is None:
         yardsticks = list(DEFAULT_YARDSTICKS.get(preset, []))
     if simulations is None:
         simulations = load_config(game=preset, overrides=overrides).evaluation.simulations
+    if opening_plies is None:
+        opening_plies = DEFAULT_OPENING_PLIES.get(preset, 0)
     plan = Plan(preset, [Arm.parse(text) for text in arms], list(seeds), minutes, iterations, list(overrides),
-                list(yardsticks), games, simulations)
+                list(yardsticks), games, simulations, opening_plies)
     plan.check()
     return plan

@@ -116,7 +116,9 @@ def method(ablation) -> str:
                             "that keep the position's value, and the share among the positions where some move "
                             "changes it (\"decisive\")")
         else:
-            measured.append(f"{plan.games} games against `{yardstick}` (alternating colours, seed 0)")
+            opening = (f", each opened by {plan.opening_plies} random plies played with both colours"
+                       if plan.opening_plies else "")
+            measured.append(f"{plan.games} games against `{yardstick}` (alternating colours{opening}, seed 0)")
     return (f"Preset `{plan.preset}`{common}; arms {arms}. Each arm trained {budget} per seed (seeds "
             f"{', '.join(map(str, plan.seeds))}), one run at a time; then its final network, searching "
             f"{plan.simulations} simulations a move, was measured by " + "; and ".join(measured) + ". "

@@ -122,7 +122,8 @@ class Ablation:
                     "--positions", str(options["positions"]), "--min-plies", str(options["min_plies"]),
                     "--max-plies", str(options["max_plies"]), "--seed", "0", "--json"]
         return [sys.executable, str(SCRIPTS / "evaluate.py"), "--game", game, "--a", network, "--b", yardstick,
-                "--games", str(self.plan.games), "--seed", "0", "--json"]
+                "--games", str(self.plan.games), "--opening-plies", str(self.plan.opening_plies), "--seed", "0",
+                "--json"]
 
     def execute(self, command: list[str], *, capture: bool) -> tuple[int, list[str]]:
         """Run one command (printed first, logged after); (exit status, its output lines when captured).

@@ -10,7 +10,7 @@ from ..errors import cli_entry
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ..ablation import DEFAULT_YARDSTICKS
+    from ..ablation.plan import DEFAULT_OPENING_PLIES, DEFAULT_YARDSTICKS
 
     defaults = "; ".join(f"{preset}: {', '.join(sticks)}" for preset, sticks in DEFAULT_YARDSTICKS.items())
     parser = argparse.ArgumentParser(
@@ -42,6 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--games", type=int, help="games per match yardstick (default 40)")
     parser.add_argument("--sims", type=int, help="the networks' simulations a move in the yardsticks "
                         "(default: the preset's evaluation.simulations)")
+    parser.add_argument("--opening-plies", type=int, metavar="N",
+                        help="random moves that open each match game, each opening played with both colours "
+                        "(default: " + ", ".join(f"{n} for {preset}" for preset, n in DEFAULT_OPENING_PLIES.items())
+                        + ", else 0)")
     parser.add_argument("--dry-run", action="store_true", help="print what is left to do and exit")
     return parser
 
@@ -71,10 +75,11 @@ def main(argv=None) -> int:
             parser.error("give --game PRESET with the arms")
         plan = make_plan(args.game, args.arm, _seeds(args.seeds), minutes=args.minutes, iterations=args.iterations,
                          overrides=args.set, yardsticks=args.yardstick, games=args.games or 40,
-                         simulations=args.sims)
+                         simulations=args.sims, opening_plies=args.opening_plies)
         ablation = Ablation(args.out, plan, log=log)
     else:
-        if args.set or args.yardstick or args.sims is not None or args.games is not None:
+        if args.set or args.yardstick or args.sims is not None or args.games is not None \
+                or args.opening_plies is not None:
             parser.error("continuing an ablation keeps its plan: give --out alone")
         ablation = Ablation.open(args.out, log=log)
     todo = ablation.pending()

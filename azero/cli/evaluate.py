@@ -31,8 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch", type=int, default=None,
                         help="games played at once (default: all; one at a time with a gtp player)")
     parser.add_argument("--opening-plies", type=int, default=0, metavar="N",
-                        help="N uniformly random moves start every game (each game its own), so that two "
-                        "players without randomness (az:) do not repeat two games (default 0)")
+                        help="N uniformly random moves start every game, so that players without randomness "
+                        "(az:, GNU Go) do not repeat games; games 1 and 2 share their opening with colours "
+                        "swapped, as do 3 and 4, ... (default 0)")
     parser.add_argument("--sgf", metavar="DIR", help="write every game as SGF into DIR (game-0001.sgf, ...)")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the match (default 0)")
     parser.add_argument("--device", default="cpu", help="torch device for networks (default cpu)")
