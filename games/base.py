@@ -185,6 +185,16 @@ class State:
             out[f.name] = torch.where(m, x, y)
         return type(a)(**out)
 
+    def rows_equal(self, one: "State") -> torch.Tensor:
+        """bool [B]: game i is exactly the position `one` (a batch of one), every field equal."""
+        same = torch.ones(self.batch_size, dtype=torch.bool, device=self.device)
+        if type(self) is not type(one):
+            return ~same
+        for f in dataclasses.fields(self):
+            mine, theirs = getattr(self, f.name), getattr(one, f.name)
+            same &= (mine == theirs).reshape(self.batch_size, -1).all(dim=1)
+        return same
+
     def equal(self, other: "State") -> bool:
         """Exact equality of every field (for tests and assertions)."""
         return type(self) is type(other) and all(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -404,6 +405,24 @@ def test_our_engine_against_gnugo_through_the_match_runner(tmp_path):
         record = sgf.read_sgf(text)
         played = sgf.replay(sgf.game_from_sgf(record), record)
         assert bool(played.state.done[0]) or record.properties["RE"][0].endswith("+R")
+
+
+def test_an_engine_is_told_a_matchs_random_opening_and_each_opening_is_played_with_both_colours(tmp_path):
+    need(GNUGO)
+    out = subprocess.run(
+        [sys.executable, str(SCRIPTS / "match.py"), "--game", "go:size=7,komi=7.5", "--a", "random", "--b",
+         f"gtp:{GNUGO_COMMAND}", "--games", "4", "--opening-plies", "2", "--sgf", str(tmp_path), "--json"],
+        capture_output=True, text=True, timeout=600, env=ENV,
+    )
+    assert out.returncode == 0, out.stderr
+    openings = []
+    for path in json.loads(out.stdout)["sgf"]:
+        record = sgf.read_sgf(Path(path).read_text())
+        played = sgf.replay(sgf.game_from_sgf(record), record)  # every move legal, GNU Go's included
+        assert bool(played.state.done[0]) or record.properties["RE"][0].endswith("+R")
+        openings.append(re.findall(r";([BW])\[(\w*)\]", Path(path).read_text())[:2])
+    # games 1 and 2 open alike, as do 3 and 4: (B, W) moves the same, the players' colours swapped
+    assert openings[0] == openings[1] and openings[2] == openings[3] and openings[0] != openings[2], openings
 
 
 # Finished 7x7 positions where every stone is alive, as moves in GTP (black first, then alternating;

@@ -32,6 +32,10 @@ from ..player import RESIGN, Player
 from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_vertex
 
 ANSWER_TIMEOUT = 600.0  # seconds an external engine may take over one answer
+# A match's random opening plies are played by neither player: the engine is told them
+# before its first move, found by trying every sequence of that many legal moves.
+CATCH_UP_PLIES = 4
+CATCH_UP_POSITIONS = 200_000  # the most sequences tried (Go 7x7: 2,450 of two plies)
 
 
 class GTPRefusal(UserError):
@@ -180,26 +184,43 @@ class GTPPlayer(Player):
         return " ".join(format_vertex(self.game, a) for a in self.actions) or "none"
 
     def _catch_up(self, state) -> None:
-        """Tell the engine the opponent's move that leads from what it knows to `state`."""
+        """Tell the engine the moves that lead from what it knows to `state`: the opponent's
+        reply, or up to CATCH_UP_PLIES moves made by neither player (a match's random opening)."""
         if state.equal(self.known):
             return
-        legal = self.game.legal_actions(self.known)
-        children = self.game.step(self.known.repeat_interleave(len(legal)), torch.tensor(legal))
-        matches = [a for i, a in enumerate(legal) if children[i].equal(state)]
-        if not matches:
-            raise UserError(f"{self.spec}: the position is not one move on from the last one it saw "
-                            f"(moves so far: {self._moves_so_far()}); games must be played move by move")
-        action = matches[0]
-        colour = COLOUR_NAMES[int(self.known.to_play[0])]
-        vertex = format_vertex(self.game, action)
-        if not (self.game.forced_pass and action == self.game.pass_action):  # the engine passes by itself
-            try:
-                self.client.ask(f"play {colour} {vertex}")
-            except GTPRefusal as error:
-                raise UserError(f"{error}, but {vertex} is legal for {colour} here "
-                                f"(moves so far: {self._moves_so_far()})") from None
+        path = self._path_to(state)
+        if path is None:
+            raise UserError(f"{self.spec}: the position is not up to {CATCH_UP_PLIES} moves on from the last one "
+                            f"it saw (moves so far: {self._moves_so_far()}); games must be played move by move")
+        for action in path:
+            colour = COLOUR_NAMES[int(self.known.to_play[0])]
+            vertex = format_vertex(self.game, action)
+            if not (self.game.forced_pass and action == self.game.pass_action):  # the engine passes by itself
+                try:
+                    self.client.ask(f"play {colour} {vertex}")
+                except GTPRefusal as error:
+                    raise UserError(f"{error}, but {vertex} is legal for {colour} here "
+                                    f"(moves so far: {self._moves_so_far()})") from None
+            self.known = self.game.step(self.known, torch.tensor([action]))
+            self.actions.append(action)
         self.known = state
-        self.actions.append(action)
+
+    def _path_to(self, state) -> list[int] | None:
+        """Moves that lead from the position the engine knows to `state` (the first such
+        sequence found), or None if there are none within CATCH_UP_PLIES: every sequence of
+        that many legal moves is played out at once, as one batch."""
+        plies = int(state.move_number[0]) - int(self.known.move_number[0])
+        if not 1 <= plies <= CATCH_UP_PLIES:
+            return None
+        frontier, paths = self.known, torch.zeros(1, 0, dtype=torch.long)
+        for _ in range(plies):
+            rows, actions = self.game.legal_mask(frontier).nonzero(as_tuple=True)
+            if not 0 < rows.numel() <= CATCH_UP_POSITIONS:
+                return None
+            frontier = self.game.step(frontier.take(rows), actions, trusted=True)
+            paths = torch.cat([paths[rows], actions.unsqueeze(1)], dim=1)
+        found = frontier.rows_equal(state).nonzero().squeeze(1)
+        return paths[int(found[0])].tolist() if found.numel() else None
 
     def _engine_move(self, state) -> int:
         colour = int(state.to_play[0])
