@@ -18,7 +18,9 @@ from ..config import load_config
 from ..errors import UserError
 from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS
 
-GNUGO = "gtp:gnugo --mode gtp --level {level} --chinese-rules --positional-superko"
+# --capture-all-dead: our Go scores the final position as it stands (Tromp-Taylor), so GNU Go
+# must capture dead stones before it passes, or it loses games its own scoring says it won.
+GNUGO = "gtp:gnugo --mode gtp --level {level} --chinese-rules --positional-superko --capture-all-dead"
 GRHINO = "gtp:gtp-rhino --level {level}"
 
 # The fixed opponents of each preset (docs/ABLATIONS.md): Connect Four by the exact solver,
