@@ -425,6 +425,17 @@ def test_an_engine_is_told_a_matchs_random_opening_and_each_opening_is_played_wi
     assert openings[0] == openings[1] and openings[2] == openings[3] and openings[0] != openings[2], openings
 
 
+def test_an_engine_moving_second_catches_up_on_four_opening_plies_and_its_opponents_reply():
+    need(RHINO)
+    out = subprocess.run(
+        [sys.executable, str(SCRIPTS / "match.py"), "--game", "othello", "--a", "random", "--b",
+         f"gtp:{RHINO} --level 1", "--games", "2", "--opening-plies", "4", "--json"],
+        capture_output=True, text=True, timeout=600, env=ENV,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["games"] == 2
+
+
 # Finished 7x7 positions where every stone is alive, as moves in GTP (black first, then alternating;
 # "pass" keeps the turn order). GNU Go's Chinese-rules final_score must agree with our area score.
 # Neutral points (dame) count for nobody in both, but GNU Go fills them in turn before it counts, so

@@ -33,9 +33,10 @@ from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_vertex
 
 ANSWER_TIMEOUT = 600.0  # seconds an external engine may take over one answer
 # A match's random opening plies are played by neither player: the engine is told them
-# before its first move, found by trying every sequence of that many legal moves.
-CATCH_UP_PLIES = 4
-CATCH_UP_POSITIONS = 200_000  # the most sequences tried (Go 7x7: 2,450 of two plies)
+# (and, moving second, its opponent's first reply) before its first move, found by trying
+# every sequence of that many legal moves: 4 opening plies and a reply in Othello.
+CATCH_UP_PLIES = 5
+CATCH_UP_POSITIONS = 200_000  # the most sequences tried (Go 7x7: about 120,000 of three plies)
 
 
 class GTPRefusal(UserError):
