@@ -103,6 +103,9 @@ class TrainConfig:
     schedule_iterations: int = _f(200, "cosine schedule: iterations from peak to min_learning_rate", low=1)
     min_learning_rate: float = _f(1e-5, "cosine schedule: final learning rate", low=0)
     grad_clip: float = _f(5.0, "clip the gradient norm to this (0 = no clipping)", low=0)
+    ema_decay: float = _f(0.0, "self-play, evaluation and checkpoints use an exponential moving average of the "
+                          "trained weights, this much of the old average kept per gradient step (0 = off: "
+                          "the trained weights; 0.99 averages about the last 100 steps)", low=0)
     ownership_weight: float = _f(1.5, "weight of the ownership loss (network.ownership; KataGo 1.5)", low=0)
     score_weight: float = _f(0.02, "weight of the score distribution loss (network.score; KataGo 0.02)", low=0)
     opponent_policy_weight: float = _f(0.15, "weight of the opponent-reply policy loss (network.opponent_policy; "
@@ -264,6 +267,9 @@ def load_config(*, game: str | None = None, path: str | Path | None = None, over
 def check_config(config: Config) -> None:
     """ConfigError for values that are allowed one by one but not together."""
     search = config.search
+    if config.train.ema_decay >= 1:
+        raise ConfigError(f"train.ema_decay={config.train.ema_decay} must be below 1 (1 would never move the "
+                          "average; 0 = off)")
     if config.selfplay.full_search_fraction < 1 and search.cheap_simulations >= search.simulations:
         raise ConfigError(f"search.cheap_simulations={search.cheap_simulations} must be fewer than "
                           f"search.simulations={search.simulations} when selfplay.full_search_fraction < 1")

@@ -10,10 +10,17 @@ where the GPU has it, else float16 with loss scaling); on a CPU in float32 unles
 
 A loss that is not finite stops training with TrainingDiverged before the
 optimizer step, so the last good checkpoint on disk stays the last good one.
+
+With `train.ema_decay` d > 0 the optimizer fits a copy of the network (`trainer.model`)
+and, after each gradient step, the network the trainer was given (the one self-play,
+evaluation and checkpoints use) moves to an exponential moving average of the copy's
+weights: w <- d * w + (1 - d) * w_trained, batch-norm statistics alike. d = 0 trains that
+network itself.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 
@@ -128,14 +135,16 @@ def autocast_dtype(mixed_precision: str, device: torch.device | str) -> torch.dt
 class Trainer:
     def __init__(self, net: PolicyValueNet, config: TrainConfig, device="cpu"):
         self.net, self.config, self.device = net, config, torch.device(device)
+        # the network the optimizer fits: `net` itself, or a copy whose average `net` becomes
+        self.model = copy.deepcopy(net) if config.ema_decay > 0 else net
         self.autocast = autocast_dtype(config.mixed_precision, self.device)
         # float16 gradients underflow without loss scaling; bfloat16 has float32's range
         self.scaler = torch.amp.GradScaler(self.device.type) if self.autocast == torch.float16 else None
         if config.optimizer == "sgd":
-            self.optimizer = torch.optim.SGD(net.parameters(), lr=config.learning_rate, momentum=config.momentum,
-                                             weight_decay=config.weight_decay)
+            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=config.learning_rate,
+                                             momentum=config.momentum, weight_decay=config.weight_decay)
         else:
-            self.optimizer = torch.optim.AdamW(net.parameters(), lr=config.learning_rate,
+            self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate,
                                                weight_decay=config.weight_decay)
         self.iteration = 0
         self.steps = 0
@@ -155,14 +164,15 @@ class Trainer:
     def train(self, buffer: ReplayBuffer, steps: int, generator: torch.Generator, *, augment: bool = True,
               progress: bool = True) -> dict[str, float]:
         """`steps` gradient steps on uniform batches; returns mean losses and samples/s."""
-        self.net.train()
+        model = self.model
+        model.train()
         sums: dict[str, float] = {}
         start = time.perf_counter()
         for _ in tqdm(range(steps), desc="train", unit="step", disable=not progress, leave=False):
             batch = buffer.sample(self.config.batch_size, generator, augment).map(lambda t: t.to(self.device))
             with torch.autocast(self.device.type, dtype=self.autocast or torch.float32,
                                 enabled=self.autocast is not None):
-                terms = losses(self.net, batch, self.config)
+                terms = losses(model, batch, self.config)
             if not torch.isfinite(terms["total"]):
                 raise TrainingDiverged(
                     f"training diverged at step {self.steps}: loss is {float(terms['total'])}; "
@@ -175,20 +185,36 @@ class Trainer:
             else:
                 terms["total"].backward()
             if self.config.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(self.net.parameters(), self.config.grad_clip)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), self.config.grad_clip)
             if self.scaler is not None:
                 self.scaler.step(self.optimizer)  # skips a step whose gradients overflowed
                 self.scaler.update()
             else:
                 self.optimizer.step()
             self.steps += 1
+            if model is not self.net:
+                self._average()
             for key, value in terms.items():
                 sums[key] = sums.get(key, 0.0) + float(value.detach())
+        model.eval()
         self.net.eval()
         seconds = time.perf_counter() - start
         out = {f"losses/{k}": v / max(steps, 1) for k, v in sums.items()}
         out["charts/train_samples_per_s"] = steps * self.config.batch_size / max(seconds, 1e-9)
         return out
+
+    @torch.no_grad()
+    def _average(self) -> None:
+        """One step of the weight average: net <- d * net + (1 - d) * model (floating tensors;
+        counters such as batch norm's num_batches_tracked are copied)."""
+        weight = 1.0 - self.config.ema_decay
+        averaged = [*self.net.parameters(), *self.net.buffers()]
+        trained = [*self.model.parameters(), *self.model.buffers()]
+        floats = [(a, t) for a, t in zip(averaged, trained) if a.is_floating_point()]
+        torch._foreach_lerp_([a for a, _ in floats], [t for _, t in floats], weight)
+        for a, t in zip(averaged, trained):
+            if not a.is_floating_point():
+                a.copy_(t)
 
     def end_iteration(self) -> None:
         self.iteration += 1
@@ -196,11 +222,17 @@ class Trainer:
 
     def state_dict(self) -> dict:
         data = {"optimizer": self.optimizer.state_dict(), "iteration": self.iteration, "steps": self.steps}
+        if self.model is not self.net:  # the checkpoint's network is the average; these are the trained weights
+            data["model"] = self.model.state_dict()
         if self.scaler is not None:
             data["scaler"] = self.scaler.state_dict()
         return data
 
     def load_state_dict(self, data: dict) -> None:
+        """Restore what state_dict saved; call it after the network's own weights are loaded (a
+        checkpoint saved without an average starts the trained copy from them)."""
+        if self.model is not self.net:
+            self.model.load_state_dict(data.get("model", self.net.state_dict()))
         self.optimizer.load_state_dict(data["optimizer"])
         if self.scaler is not None and "scaler" in data:
             self.scaler.load_state_dict(data["scaler"])

@@ -3,6 +3,7 @@ replay symmetries; checkpoints; configs."""
 
 from __future__ import annotations
 
+import io
 import math
 
 import numpy as np
@@ -27,6 +28,7 @@ from azero.search.network_search import NetworkSearch, add_dirichlet_noise
 from azero.search.tree import subtree
 from azero.selfplay import Samples
 from azero.solver import Solver
+from azero.trainer import Trainer
 
 TTT = games.make("tictactoe")
 
@@ -435,7 +437,7 @@ def test_calibration_positions_cover_every_depth_and_never_a_finished_game():
 def test_bfloat16_autocast_training_follows_float32_and_float16_needs_a_gpu():
     """train.mixed_precision: the same steps under bfloat16 autocast stay close to float32's losses
     and keep float32 weights; auto is float32 on a CPU; float16 on a CPU is refused."""
-    from azero.trainer import Trainer, autocast_dtype
+    from azero.trainer import autocast_dtype
 
     config = load_config(game="tictactoe", overrides=["train.batch_size=64"])
     buffer = ReplayBuffer(TTT, 1024)
@@ -458,3 +460,67 @@ def test_bfloat16_autocast_training_follows_float32_and_float16_needs_a_gpu():
     assert autocast_dtype("auto", "cpu") is None and autocast_dtype("bfloat16", "cpu") == torch.bfloat16
     with pytest.raises(UserError, match="float16 runs on a GPU only"):
         autocast_dtype("float16", "cpu")
+
+
+def _random_buffer(n: int = 512) -> ReplayBuffer:
+    generator = torch.Generator().manual_seed(0)
+    buffer = ReplayBuffer(TTT, 1024)
+    planes = (torch.rand(n, TTT.num_planes, 3, 3, generator=generator) < 0.3).to(torch.uint8)
+    policy = torch.softmax(torch.randn(n, 9, generator=generator), dim=1)
+    buffer.add(Samples(planes, policy, torch.ones(n, 9, dtype=torch.bool), torch.rand(n, generator=generator) * 2 - 1))
+    return buffer
+
+
+def test_the_weight_average_is_the_exponential_moving_average_of_the_trained_weights():
+    """train.ema_decay d: after every gradient step the network that plays holds
+    d * its old weights + (1 - d) * the trained weights (batch-norm statistics too); the
+    optimizer never touches it. Its trainer state round-trips: a trainer restored from it
+    continues exactly as the original does."""
+    config = load_config(game="tictactoe", overrides=["train.batch_size=32", "train.ema_decay=0.75"])
+    buffer = _random_buffer()
+    torch.manual_seed(0)
+    net = PolicyValueNet(config.network, TTT).eval()
+    trainer = Trainer(net, config.train)
+    assert trainer.model is not net
+    expected = {k: v.clone() for k, v in net.state_dict().items()}
+    evaluator = NetworkEvaluator(net, TTT)  # as self-play's search holds the network
+    position = TTT.initial_state(4)
+    before = evaluator(position)[0].clone()
+    generator = torch.Generator().manual_seed(1)
+    for _ in range(3):  # one step at a time, to follow the average by hand
+        trainer.train(buffer, 1, generator, progress=False)
+        for key, trained in trainer.model.state_dict().items():
+            expected[key] = 0.75 * expected[key] + 0.25 * trained if trained.is_floating_point() else trained.clone()
+    averaged = net.state_dict()
+    for key in expected:
+        torch.testing.assert_close(averaged[key], expected[key], rtol=1e-5, atol=1e-6)
+    moved = [key for key in expected if expected[key].is_floating_point()
+             and not torch.equal(averaged[key], trainer.model.state_dict()[key])]
+    assert len(moved) > len(expected) // 2, "the average differs from the trained weights"
+    assert not torch.allclose(evaluator(position)[0], before, atol=1e-5), "the search sees the average move"
+
+    saved = io.BytesIO()
+    torch.save(trainer.state_dict(), saved)  # as a checkpoint does: nothing shared with the live trainer
+    state = torch.load(io.BytesIO(saved.getvalue()), weights_only=True)
+    assert set(state["model"]) == set(net.state_dict())
+    torch.manual_seed(1)
+    copy = PolicyValueNet(config.network, TTT).eval()
+    copy.load_state_dict(net.state_dict())  # as a run restores: the checkpoint's network first
+    restored = Trainer(copy, config.train)
+    restored.load_state_dict(state)
+    trainer.train(buffer, 2, torch.Generator().manual_seed(2), progress=False)
+    restored.train(buffer, 2, torch.Generator().manual_seed(2), progress=False)
+    for key, value in net.state_dict().items():
+        assert torch.equal(value, copy.state_dict()[key]), key
+
+
+def test_without_the_weight_average_the_trainer_fits_the_network_itself():
+    config = load_config(game="tictactoe", overrides=["train.batch_size=32"])
+    net = PolicyValueNet(config.network, TTT).eval()
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    trainer = Trainer(net, config.train)
+    assert trainer.model is net and "model" not in trainer.state_dict()
+    trainer.train(_random_buffer(), 2, torch.Generator().manual_seed(1), progress=False)
+    assert not all(torch.equal(before[k], v) for k, v in net.state_dict().items())
+    with pytest.raises(ConfigError, match="train.ema_decay=1.0 must be below 1"):
+        load_config(game="tictactoe", overrides=["train.ema_decay=1"])

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 from runs import tiny_args
 
@@ -62,14 +63,22 @@ def test_a_tiny_run_writes_its_folder_and_resumes_where_it_stopped(tmp_path):
     assert latest(run_dir)["positions"] > first["positions"]
 
 
-def test_resumed_run_matches_an_uninterrupted_one_exactly(tmp_path):
+@pytest.mark.parametrize("average", [False, True], ids=["trained-weights", "weight-average"])
+def test_resumed_run_matches_an_uninterrupted_one_exactly(tmp_path, average):
     straight, stopped = tmp_path / "straight", tmp_path / "stopped"
-    assert train(*TINY, "--iterations", "3", "--run-dir", str(straight)).returncode == 0
-    assert train(*TINY, "--iterations", "2", "--run-dir", str(stopped)).returncode == 0
+    options = [*TINY, *(["--set", "train.ema_decay=0.9"] if average else [])]
+    assert train(*options, "--iterations", "3", "--run-dir", str(straight)).returncode == 0
+    assert train(*options, "--iterations", "2", "--run-dir", str(stopped)).returncode == 0
     assert train("--iterations", "3", "--run-dir", str(stopped), "--no-progress").returncode == 0
     a, b = latest(straight), latest(stopped)
     for key in a["model"]:
         assert torch.equal(a["model"][key], b["model"][key]), key
+    # with the average, checkpoints play it and keep the trained weights for the optimizer
+    assert ("model" in a["trainer"]) == average
+    if average:
+        for key in a["trainer"]["model"]:
+            assert torch.equal(a["trainer"]["model"][key], b["trainer"]["model"][key]), key
+        assert not torch.equal(a["model"]["stem.0.weight"], a["trainer"]["model"]["stem.0.weight"])
     losses = [(r["iteration"], r["losses/total"]) for r in metrics(straight)]
     assert losses == [(r["iteration"], r["losses/total"]) for r in metrics(stopped)]
 
