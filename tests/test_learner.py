@@ -434,18 +434,23 @@ def test_calibration_positions_cover_every_depth_and_never_a_finished_game():
     assert torch.equal(planes, calibration_positions(game, count=40)), "a fixed seed: the same positions"
 
 
+def _random_buffer(n: int = 512) -> ReplayBuffer:
+    """n tic-tac-toe samples of random planes, policies and values."""
+    generator = torch.Generator().manual_seed(0)
+    buffer = ReplayBuffer(TTT, 1024)
+    planes = (torch.rand(n, TTT.num_planes, 3, 3, generator=generator) < 0.3).to(torch.uint8)
+    policy = torch.softmax(torch.randn(n, 9, generator=generator), dim=1)
+    buffer.add(Samples(planes, policy, torch.ones(n, 9, dtype=torch.bool), torch.rand(n, generator=generator) * 2 - 1))
+    return buffer
+
+
 def test_bfloat16_autocast_training_follows_float32_and_float16_needs_a_gpu():
     """train.mixed_precision: the same steps under bfloat16 autocast stay close to float32's losses
     and keep float32 weights; auto is float32 on a CPU; float16 on a CPU is refused."""
     from azero.trainer import autocast_dtype
 
     config = load_config(game="tictactoe", overrides=["train.batch_size=64"])
-    buffer = ReplayBuffer(TTT, 1024)
-    generator = torch.Generator().manual_seed(0)
-    n = 512
-    planes = (torch.rand(n, TTT.num_planes, 3, 3, generator=generator) < 0.3).to(torch.uint8)
-    policy = torch.softmax(torch.randn(n, 9, generator=generator), dim=1)
-    buffer.add(Samples(planes, policy, torch.ones(n, 9, dtype=torch.bool), torch.rand(n, generator=generator) * 2 - 1))
+    buffer = _random_buffer()
     results = {}
     for mode in ("off", "bfloat16"):
         torch.manual_seed(0)
@@ -460,15 +465,6 @@ def test_bfloat16_autocast_training_follows_float32_and_float16_needs_a_gpu():
     assert autocast_dtype("auto", "cpu") is None and autocast_dtype("bfloat16", "cpu") == torch.bfloat16
     with pytest.raises(UserError, match="float16 runs on a GPU only"):
         autocast_dtype("float16", "cpu")
-
-
-def _random_buffer(n: int = 512) -> ReplayBuffer:
-    generator = torch.Generator().manual_seed(0)
-    buffer = ReplayBuffer(TTT, 1024)
-    planes = (torch.rand(n, TTT.num_planes, 3, 3, generator=generator) < 0.3).to(torch.uint8)
-    policy = torch.softmax(torch.randn(n, 9, generator=generator), dim=1)
-    buffer.add(Samples(planes, policy, torch.ones(n, 9, dtype=torch.bool), torch.rand(n, generator=generator) * 2 - 1))
-    return buffer
 
 
 def test_the_weight_average_is_the_exponential_moving_average_of_the_trained_weights():
