@@ -150,7 +150,8 @@ def stored_fields(network_config) -> list[str]:
 
 @dataclass
 class SelfPlayStats:
-    positions: int = 0
+    positions: int = 0  # positions of the games that finished (what goes to the buffer)
+    moves: int = 0  # positions the searches played, in every game (finished or not): the self-play rate's count
     policy_targets: int = 0
     games: int = 0
     first_player_wins: int = 0
@@ -167,7 +168,7 @@ class SelfPlayStats:
             "selfplay/first_player_win_rate": self.first_player_wins / games,
             "selfplay/draw_rate": self.draws / games,
             "selfplay/policy_target_share": self.policy_targets / max(self.positions, 1),
-            "charts/selfplay_positions_per_s": self.positions / max(self.seconds, 1e-9),
+            "charts/selfplay_positions_per_s": self.moves / max(self.seconds, 1e-9),
             "charts/selfplay_games_per_s": self.games / max(self.seconds, 1e-9),
             "charts/mean_batch_size": self.mean_batch,
         }
@@ -374,6 +375,7 @@ class SelfPlay:
         with tqdm(total=positions, desc="self-play", unit="pos", disable=not progress, leave=False) as bar:
             while stats.positions < positions:
                 samples, outcomes = self.step()
+                stats.moves += self.batch
                 if samples is None:
                     continue
                 parts.append(samples)

@@ -26,7 +26,7 @@ from azero.replay import ReplayBuffer
 from azero.search import PUCT, new_tree, simulate
 from azero.search.network_search import NetworkSearch, add_dirichlet_noise
 from azero.search.tree import subtree
-from azero.selfplay import Samples
+from azero.selfplay import Samples, SelfPlay
 from azero.solver import Solver
 from azero.trainer import Trainer
 
@@ -221,6 +221,38 @@ def test_reused_subtree_keeps_the_statistics_of_the_move_played():
     assert kept.states.take(torch.arange(2) * kept.capacity).equal(g.step(roots, action))
     simulate(kept, g, evaluator, PUCT(), 50)  # the search continues on the kept tree
     assert torch.all(kept.visits[:, 0] == tree.child_visits[torch.arange(2), 0, action] + 50)
+
+
+# -- self-play -------------------------------------------------------------------------------------
+
+
+def test_the_self_play_rate_counts_the_moves_played_not_the_positions_of_games_that_happen_to_finish():
+    """Games played in lockstep finish together: an iteration that ends in a burst of finished
+    games harvests far more positions than it played, and the rate must not jump with them."""
+    config = load_config(game="tictactoe", overrides=["selfplay.games=16", "search.simulations=4"])
+    selfplay = SelfPlay(TTT, small_net(TTT), config.search, config.selfplay, seed=0)
+    steps = 0
+    step = selfplay.step
+
+    def counted_step():
+        nonlocal steps
+        steps += 1
+        return step()
+
+    selfplay.step = counted_step
+    counts = []
+    for _ in range(4):
+        steps = 0
+        samples, stats = selfplay.run(1, progress=False)
+        assert stats.positions == len(samples) > 0
+        assert stats.moves == 16 * steps  # every game's move, finished or not
+        rate = stats.summary()["charts/selfplay_positions_per_s"]
+        assert rate == pytest.approx(stats.moves / stats.seconds)
+        counts.append((stats.positions, stats.moves))
+    # games of 5-9 moves started together: the first iteration plays at least 5 moves in each
+    # game before one ends; a later one can end in one move that finishes several games
+    assert counts[0][0] < counts[0][1]
+    assert any(positions > moves for positions, moves in counts[1:])
 
 
 # -- replay ----------------------------------------------------------------------------------------

@@ -168,7 +168,7 @@ class RaySelfPlay:
         self._dispatch_idle()  # the actors play on while the learner trains
         now = time.perf_counter()
         samples = Samples.cat(parts)
-        stats = SelfPlayStats(positions=len(samples), policy_targets=int(samples.policy_weight.sum()),
+        stats = SelfPlayStats(positions=len(samples), moves=len(samples), policy_targets=int(samples.policy_weight.sum()),
                               seconds=now - self.collected_at)
         self.collected_at = now
         calls = evaluated = 0
