@@ -93,6 +93,31 @@ def test_a_plan_may_grow_by_arms_and_seeds_only():
     assert "seeds" in plan(seeds=[1]).extends(saved)
 
 
+def test_head_to_head_matches_open_with_random_plies_and_may_be_added_to_a_plan(tmp_path):
+    from azero.ablation import Ablation
+
+    with pytest.raises(UserError, match="--head-to-head is a number of games"):
+        plan(head_to_head=1)
+    assert plan(head_to_head=10).head_to_head_opening_plies() == 2  # two networks: never the same few games
+    assert plan(preset="othello", head_to_head=10).head_to_head_opening_plies() == 4  # the plan's, if more
+    saved = plan()
+    assert plan(head_to_head=200).extends(saved) is None  # matches added to a plan that had none
+    assert "head_to_head is 200 there, 100 here" in plan(head_to_head=100).extends(plan(head_to_head=200))
+    assert "head_to_head is 200 there, 0 here" in plan().extends(plan(head_to_head=200))
+    ablation = Ablation(tmp_path / "out", plan(head_to_head=20))
+    for arm in ablation.plan.arms:
+        ablation.run_dir(arm, 1).mkdir(parents=True)
+        (ablation.run_dir(arm, 1) / "config.toml").write_text('[game]\nspec = "tictactoe"\n')
+    wide = ablation.plan.arms[1]
+    command = display(ablation.head_to_head_command(wide, 1))
+    assert (f"--a az:{tmp_path / 'out' / 'wide-seed1' / 'latest.pt'}:sims=32 "
+            f"--b az:{tmp_path / 'out' / 'base-seed1' / 'latest.pt'}:sims=32 --games 20 --opening-plies 2") in command
+    todo = ablation.pending()
+    assert "play wide seed 0 against base seed 0 (20 games)" in todo and not any("play base" in t for t in todo)
+    with pytest.raises(UserError, match="head_to_head is 20 there, 8 here"):
+        ablation.add_head_to_head(8)
+
+
 def test_table_cells_pool_runs():
     judged = [{"kept": 90, "positions": 100, "kept_decisive": 40, "decisive": 50},
               {"kept": 80, "positions": 100, "kept_decisive": 30, "decisive": 50}]
@@ -170,6 +195,19 @@ def test_two_tiny_arms_make_a_table_a_plot_and_print_their_commands(tmp_path):
     assert again.returncode == 0 and "0 steps left" in again.stdout and "$ " not in again.stdout
     other = ablate(*[a if a != "1" else "2" for a in args])
     assert other.returncode == 2 and "holds another ablation (iterations is 1 there, 2 here)" in other.stderr
+
+    versus = ablate("--out", str(out), "--head-to-head", "4")  # added afterwards: one match, small against base
+    assert versus.returncode == 0, versus.stderr
+    match = [line[2:] for line in versus.stdout.splitlines() if line.startswith("$ ")]
+    assert len(match) == 1 and f"--a az:{out / 'small-seed0' / 'latest.pt'}:sims=4" in match[0]
+    assert f"--b az:{out / 'base-seed0' / 'latest.pt'}:sims=4 --games 4 --opening-plies 2" in match[0]
+    state = json.loads((out / "ablation.json").read_text())
+    assert state["plan"]["head_to_head"] == 4 and state["runs"]["small-seed0"]["head_to_head"]["games"] == 4
+    assert "head_to_head" not in state["runs"]["base-seed0"]
+    table = (out / "ablation.md").read_text()
+    assert "| head to head against base |" in table and "played 4 games against the `base` arm's" in table
+    small = next(line for line in table.splitlines() if line.startswith("| small |"))
+    assert re.search(r"Elo [^|]*\(\d+-\d+-\d+\) \|$", small)  # the last column: the match
 
 
 def test_a_stopped_ablation_continues_with_the_arms_not_finished(tmp_path):

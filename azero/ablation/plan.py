@@ -39,6 +39,8 @@ DEFAULT_YARDSTICKS: dict[str, list[str]] = {
 # to speak of, so without them a 40-game match repeats a few games. Othello needs more
 # plies than Go: its first move is one of four symmetric ones.
 DEFAULT_OPENING_PLIES: dict[str, int] = {"go": 2, "othello": 4}
+# A head-to-head match is two deterministic networks: it opens with at least this many random plies.
+HEAD_TO_HEAD_OPENING_PLIES = 2
 
 JUDGE_OPTIONS = {
     "positions": Option(DEFAULT_POSITIONS, int, low=1, help="positions judged"),
@@ -117,6 +119,7 @@ class Plan:
     games:       games per match yardstick (alternating colours)
     simulations: the networks' search in the yardsticks
     opening_plies: random moves that open each match game (games 2k and 2k + 1 share one)
+    head_to_head: games of each arm's final network against the first arm's (same seed); 0: none
     """
 
     preset: str
@@ -129,6 +132,7 @@ class Plan:
     games: int = 40
     simulations: int = 0
     opening_plies: int = 0  # plans saved before it existed played none
+    head_to_head: int = 0  # likewise
 
     def check(self) -> None:
         """UserError for anything wrong before anything runs: arms' configs, yardsticks, budgets."""
@@ -147,6 +151,8 @@ class Plan:
             raise UserError("--games must be at least 2")
         if self.opening_plies < 0:
             raise UserError("--opening-plies must be at least 0")
+        if self.head_to_head < 0 or self.head_to_head == 1:
+            raise UserError("--head-to-head is a number of games: 0 (none) or at least 2")
         if not self.yardsticks:
             raise UserError(f"no yardstick for preset {self.preset!r}: give --yardstick judge or a player spec")
         for arm in self.arms:
@@ -157,6 +163,10 @@ class Plan:
     def runs(self) -> list[tuple[Arm, int]]:
         """(arm, seed) in the order they run: every arm for the first seed, then for the next."""
         return [(arm, seed) for seed in self.seeds for arm in self.arms]
+
+    def head_to_head_opening_plies(self) -> int:
+        """Random plies that open each head-to-head game (each opening played with both colours)."""
+        return max(self.opening_plies, HEAD_TO_HEAD_OPENING_PLIES)
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -170,12 +180,15 @@ class Plan:
         return Plan(**data)
 
     def extends(self, saved: "Plan") -> str | None:
-        """None if this plan is `saved` with arms or seeds added (or the same); else what differs."""
+        """None if this plan is `saved` with arms or seeds added, or head-to-head matches where it
+        had none (or the same); else what differs."""
         mine, theirs = self.to_dict(), saved.to_dict()
         for key in ("preset", "minutes", "iterations", "overrides", "yardsticks", "games", "simulations",
                     "opening_plies"):
             if mine[key] != theirs[key]:
                 return f"{key} is {theirs[key]!r} there, {mine[key]!r} here"
+        if saved.head_to_head and self.head_to_head != saved.head_to_head:
+            return f"head_to_head is {saved.head_to_head!r} there, {self.head_to_head!r} here"
         arms = {arm.name: arm for arm in self.arms}
         for arm in saved.arms:
             if arm.name not in arms:
@@ -189,7 +202,7 @@ class Plan:
 
 def make_plan(preset: str, arms: list[str], seeds: list[int], *, minutes: float | None, iterations: int | None,
               overrides: list[str], yardsticks: list[str] | None, games: int, simulations: int | None,
-              opening_plies: int | None = None) -> Plan:
+              opening_plies: int | None = None, head_to_head: int = 0) -> Plan:
     """A checked plan from command-line values (yardsticks, simulations and opening plies default
     to the preset's)."""
     if yardsticks is None:
@@ -199,6 +212,6 @@ def make_plan(preset: str, arms: list[str], seeds: list[int], *, minutes: float 
     if opening_plies is None:
         opening_plies = DEFAULT_OPENING_PLIES.get(preset, 0)
     plan = Plan(preset, [Arm.parse(text) for text in arms], list(seeds), minutes, iterations, list(overrides),
-                list(yardsticks), games, simulations, opening_plies)
+                list(yardsticks), games, simulations, opening_plies, head_to_head)
     plan.check()
     return plan

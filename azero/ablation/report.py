@@ -68,13 +68,16 @@ def _last_metrics(run_dir: Path) -> dict:
 
 
 def table(ablation) -> str:
-    """The Markdown table: one row per run, then a pooled row per arm with several seeds."""
+    """The Markdown table: one row per run, then a pooled row per arm with several seeds (and a
+    last column with the head-to-head matches against the first arm, if the plan has them)."""
     plan = ablation.plan
+    versus = [f"head to head against {plan.arms[0].name}"] if plan.head_to_head else []
     header = ["arm", "seed", "iterations", "positions", "minutes", "ladder Elo at the end [95%]",
-              *[f"`{y}`" for y in plan.yardsticks]]
-    rows = [header, ["---"] * 2 + ["---:"] * 3 + ["---"] * (1 + len(plan.yardsticks))]
+              *[f"`{y}`" for y in plan.yardsticks], *versus]
+    rows = [header, ["---"] * 2 + ["---:"] * 3 + ["---"] * (1 + len(plan.yardsticks) + len(versus))]
     for arm in plan.arms:
         pooled: dict[str, list[dict]] = {y: [] for y in plan.yardsticks}
+        matches: list[dict] = []
         seeds = []
         for seed in plan.seeds:
             record = ablation.state["runs"].get(f"{arm.name}-seed{seed}")
@@ -91,11 +94,16 @@ def table(ablation) -> str:
                 row.append(cell(yardstick, [result] if result else []))
                 if result:
                     pooled[yardstick].append(result)
+            if versus:
+                match = [record["head_to_head"]] if "head_to_head" in record else []
+                row.append(cell("head to head", match))
+                matches += match
             rows.append(row)
             seeds.append(seed)
         if len(seeds) > 1:
             rows.append([f"**{arm.name}**", "pooled", "", "", "", "",
-                         *[cell(y, pooled[y]) for y in plan.yardsticks]])
+                         *[cell(y, pooled[y]) for y in plan.yardsticks],
+                         *([cell("head to head", matches)] if versus else [])])
     return "\n".join("| " + " | ".join(row) + " |" for row in rows)
 
 
@@ -119,10 +127,15 @@ def method(ablation) -> str:
             opening = (f", each opened by {plan.opening_plies} random plies played with both colours"
                        if plan.opening_plies else "")
             measured.append(f"{plan.games} games against `{yardstick}` (alternating colours{opening}, seed 0)")
+    versus = (f" Head to head, each arm's final network played {plan.head_to_head} games against the "
+              f"`{plan.arms[0].name}` arm's of the same seed (both searching {plan.simulations} simulations, each "
+              f"game opened by {plan.head_to_head_opening_plies()} random plies played with both colours, seed 0; "
+              "the score is the arm's)." if plan.head_to_head else "")
     return (f"Preset `{plan.preset}`{common}; arms {arms}. Each arm trained {budget} per seed (seeds "
             f"{', '.join(map(str, plan.seeds))}), one run at a time; then its final network, searching "
-            f"{plan.simulations} simulations a move, was measured by " + "; and ".join(measured) + ". "
-            "Intervals are 95%: Wilson's on a share or a score (draws count half), mapped to Elo for matches.")
+            f"{plan.simulations} simulations a move, was measured by " + "; and ".join(measured) + "."
+            + versus + " Intervals are 95%: Wilson's on a share or a score (draws count half), mapped to Elo for "
+            "matches.")
 
 
 def write_report(ablation) -> Path:

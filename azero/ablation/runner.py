@@ -8,7 +8,7 @@ scripts/judge.py, scripts/evaluate.py), one at a time, so an arm never shares th
 two cores with another; each command is printed before it runs and logged with its
 exit status in the folder's ablation.json:
 
-    OUT/ablation.json    the plan, every run's state and results, the log of commands
+    OUT/ablation.json    the plan, every run's state and results (and head-to-head matches), the log of commands
     OUT/ARM-seedS/       each run's folder (a training run folder, azero/loop.py)
     OUT/ablation.md      the table of results (azero/ablation/report.py)
     OUT/elo.svg          Elo against training minutes, the arms side by side
@@ -83,6 +83,17 @@ class Ablation:
             raise UserError(f"{path} not found: give the plan (--game, --arm, a budget) to start an ablation there")
         return Ablation(folder, Plan.from_dict(json.loads(path.read_text())["plan"]), log=log)
 
+    def add_head_to_head(self, games: int) -> None:
+        """Have this ablation (opened to continue it) play head-to-head matches of `games` games:
+        allowed where its plan had none or the same number."""
+        changed = Plan.from_dict({**self.plan.to_dict(), "head_to_head": games})
+        changed.check()
+        difference = changed.extends(self.plan)
+        if difference:
+            raise UserError(f"{self.folder} holds another ablation ({difference})")
+        self.plan = changed
+        self.state["plan"] = changed.to_dict()
+
     # -- state ----------------------------------------------------------------------------------
     def save(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -124,6 +135,14 @@ class Ablation:
         return [sys.executable, str(SCRIPTS / "evaluate.py"), "--game", game, "--a", network, "--b", yardstick,
                 "--games", str(self.plan.games), "--opening-plies", str(self.plan.opening_plies), "--seed", "0",
                 "--json"]
+
+    def head_to_head_command(self, arm: Arm, seed: int) -> list[str]:
+        """The match of this arm's final network (--a) against the first arm's of the same seed (--b)."""
+        first = self.plan.arms[0]
+        networks = [f"az:{self.run_dir(one, seed) / 'latest.pt'}:sims={self.plan.simulations}" for one in (arm, first)]
+        return [sys.executable, str(SCRIPTS / "evaluate.py"), "--game", game_spec(self.run_dir(arm, seed)),
+                "--a", networks[0], "--b", networks[1], "--games", str(self.plan.head_to_head), "--opening-plies",
+                str(self.plan.head_to_head_opening_plies()), "--seed", "0", "--json"]
 
     def execute(self, command: list[str], *, capture: bool) -> tuple[int, list[str]]:
         """Run one command (printed first, logged after); (exit status, its output lines when captured).
@@ -194,6 +213,19 @@ class Ablation:
         record["results"][yardstick] = results[-1]
         self.save()
 
+    def wants_head_to_head(self, arm: Arm, record: dict) -> bool:
+        return bool(self.plan.head_to_head) and arm != self.plan.arms[0] and "head_to_head" not in record
+
+    def play_head_to_head(self, arm: Arm, seed: int) -> None:
+        record = self.record(arm, seed)
+        status, lines = self.execute(self.head_to_head_command(arm, seed), capture=True)
+        results = [json.loads(line) for line in lines if line.startswith("{")]
+        if status != 0 or not results:
+            raise UserError(f"the match of {arm.name} seed {seed} against {self.plan.arms[0].name} failed "
+                            f"(exit {status})")
+        record["head_to_head"] = results[-1]
+        self.save()
+
     def pending(self) -> list[str]:
         """What is left to do, in order, as one line each."""
         todo = []
@@ -203,6 +235,9 @@ class Ablation:
                 todo.append(f"train {arm.name} seed {seed}")
             todo += [f"measure {arm.name} seed {seed} against {y}" for y in self.plan.yardsticks
                      if y not in record["results"]]
+            if self.wants_head_to_head(arm, record):
+                todo.append(f"play {arm.name} seed {seed} against {self.plan.arms[0].name} seed {seed} "
+                            f"({self.plan.head_to_head} games)")
         return todo
 
     def run(self) -> None:
@@ -219,6 +254,8 @@ class Ablation:
                 for yardstick in self.plan.yardsticks:
                     if yardstick not in record["results"]:
                         self.measure(arm, seed, yardstick)
+                if self.wants_head_to_head(arm, record):  # the first arm of this seed ran before this one
+                    self.play_head_to_head(arm, seed)
                 write_report(self)
         except KeyboardInterrupt:
             self.log(f"stopped; {self.folder} keeps what finished. Continue with: "

@@ -20,7 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
         "measured against the game's fixed yardsticks, with 95% intervals. Writes OUT/ablation.md (a "
         "Markdown table), OUT/elo.svg (Elo against training minutes, the arms side by side) and "
         "OUT/ablation.json, and prints every command it runs. Stop it at any time; run it again with "
-        "--out OUT alone to continue (arms or seeds may also be added to the same plan).",
+        "--out OUT alone to continue (arms or seeds may also be added to the same plan, and head-to-head matches "
+        "against the first arm).",
         epilog=f"Yardsticks by preset: {defaults}. Example: ablate.py --game connect4 --minutes 60 --seeds 0,1 "
         "--arm base: --arm gumbel:search.algorithm=gumbel --out runs/ablate-c4",
     )
@@ -46,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="random moves that open each match game, each opening played with both colours "
                         "(default: " + ", ".join(f"{n} for {preset}" for preset, n in DEFAULT_OPENING_PLIES.items())
                         + ", else 0)")
+    parser.add_argument("--head-to-head", type=int, metavar="GAMES",
+                        help="also play each arm's final network against the first arm's of the same seed, GAMES "
+                        "games opened by random plies (at least 2) with both colours; may be added when "
+                        "continuing (--out OUT --head-to-head GAMES)")
     parser.add_argument("--dry-run", action="store_true", help="print what is left to do and exit")
     return parser
 
@@ -75,13 +80,16 @@ def main(argv=None) -> int:
             parser.error("give --game PRESET with the arms")
         plan = make_plan(args.game, args.arm, _seeds(args.seeds), minutes=args.minutes, iterations=args.iterations,
                          overrides=args.set, yardsticks=args.yardstick, games=args.games or 40,
-                         simulations=args.sims, opening_plies=args.opening_plies)
+                         simulations=args.sims, opening_plies=args.opening_plies,
+                         head_to_head=args.head_to_head or 0)
         ablation = Ablation(args.out, plan, log=log)
     else:
         if args.set or args.yardstick or args.sims is not None or args.games is not None \
                 or args.opening_plies is not None:
-            parser.error("continuing an ablation keeps its plan: give --out alone")
+            parser.error("continuing an ablation keeps its plan: give --out alone (or with --head-to-head)")
         ablation = Ablation.open(args.out, log=log)
+        if args.head_to_head is not None:
+            ablation.add_head_to_head(args.head_to_head)
     todo = ablation.pending()
     if args.dry_run:
         print("\n".join(todo) if todo else "nothing left to do")
