@@ -123,26 +123,28 @@ class Ablation:
             command += ["--minutes", f"{max(remaining, 0.01):.4g}"]
         return [*command, "--no-progress"]
 
+    def network(self, arm: Arm, seed: int) -> str:
+        """The player spec of a run's final network, searching the plan's simulations."""
+        return f"az:{self.run_dir(arm, seed) / 'latest.pt'}:sims={self.plan.simulations}"
+
+    def match_command(self, arm: Arm, seed: int, opponent: str, games: int, opening_plies: int) -> list[str]:
+        """A match of a run's final network (--a) against `opponent` (--b), alternating colours, seed 0."""
+        return [sys.executable, str(SCRIPTS / "evaluate.py"), "--game", game_spec(self.run_dir(arm, seed)),
+                "--a", self.network(arm, seed), "--b", opponent, "--games", str(games), "--opening-plies",
+                str(opening_plies), "--seed", "0", "--json"]
+
     def yardstick_command(self, arm: Arm, seed: int, yardstick: str) -> list[str]:
-        run_dir = self.run_dir(arm, seed)
-        game = game_spec(run_dir)
-        network = f"az:{run_dir / 'latest.pt'}:sims={self.plan.simulations}"
         options = judge_options(yardstick)
-        if options is not None:
-            return [sys.executable, str(SCRIPTS / "judge.py"), "--game", game, "--player", network,
-                    "--positions", str(options["positions"]), "--min-plies", str(options["min_plies"]),
-                    "--max-plies", str(options["max_plies"]), "--seed", "0", "--json"]
-        return [sys.executable, str(SCRIPTS / "evaluate.py"), "--game", game, "--a", network, "--b", yardstick,
-                "--games", str(self.plan.games), "--opening-plies", str(self.plan.opening_plies), "--seed", "0",
-                "--json"]
+        if options is None:
+            return self.match_command(arm, seed, yardstick, self.plan.games, self.plan.opening_plies)
+        return [sys.executable, str(SCRIPTS / "judge.py"), "--game", game_spec(self.run_dir(arm, seed)),
+                "--player", self.network(arm, seed), "--positions", str(options["positions"]), "--min-plies",
+                str(options["min_plies"]), "--max-plies", str(options["max_plies"]), "--seed", "0", "--json"]
 
     def head_to_head_command(self, arm: Arm, seed: int) -> list[str]:
         """The match of this arm's final network (--a) against the first arm's of the same seed (--b)."""
-        first = self.plan.arms[0]
-        networks = [f"az:{self.run_dir(one, seed) / 'latest.pt'}:sims={self.plan.simulations}" for one in (arm, first)]
-        return [sys.executable, str(SCRIPTS / "evaluate.py"), "--game", game_spec(self.run_dir(arm, seed)),
-                "--a", networks[0], "--b", networks[1], "--games", str(self.plan.head_to_head), "--opening-plies",
-                str(self.plan.head_to_head_opening_plies()), "--seed", "0", "--json"]
+        return self.match_command(arm, seed, self.network(self.plan.arms[0], seed), self.plan.head_to_head,
+                                  self.plan.head_to_head_opening_plies())
 
     def execute(self, command: list[str], *, capture: bool) -> tuple[int, list[str]]:
         """Run one command (printed first, logged after); (exit status, its output lines when captured).
@@ -204,13 +206,19 @@ class Ablation:
         record["trained"] = True
         self.save()
 
-    def measure(self, arm: Arm, seed: int, yardstick: str) -> None:
-        record = self.record(arm, seed)
-        status, lines = self.execute(self.yardstick_command(arm, seed, yardstick), capture=True)
+    def result(self, command: list[str], what: str) -> dict:
+        """Run a judge or match command and return the JSON line it printed last; UserError naming
+        `what` if it failed."""
+        status, lines = self.execute(command, capture=True)
         results = [json.loads(line) for line in lines if line.startswith("{")]
         if status != 0 or not results:
-            raise UserError(f"measuring {arm.name} seed {seed} against {yardstick} failed (exit {status})")
-        record["results"][yardstick] = results[-1]
+            raise UserError(f"{what} failed (exit {status})")
+        return results[-1]
+
+    def measure(self, arm: Arm, seed: int, yardstick: str) -> None:
+        record = self.record(arm, seed)
+        record["results"][yardstick] = self.result(self.yardstick_command(arm, seed, yardstick),
+                                                   f"measuring {arm.name} seed {seed} against {yardstick}")
         self.save()
 
     def wants_head_to_head(self, arm: Arm, record: dict) -> bool:
@@ -218,12 +226,8 @@ class Ablation:
 
     def play_head_to_head(self, arm: Arm, seed: int) -> None:
         record = self.record(arm, seed)
-        status, lines = self.execute(self.head_to_head_command(arm, seed), capture=True)
-        results = [json.loads(line) for line in lines if line.startswith("{")]
-        if status != 0 or not results:
-            raise UserError(f"the match of {arm.name} seed {seed} against {self.plan.arms[0].name} failed "
-                            f"(exit {status})")
-        record["head_to_head"] = results[-1]
+        record["head_to_head"] = self.result(self.head_to_head_command(arm, seed), f"the match of {arm.name} seed "
+                                             f"{seed} against {self.plan.arms[0].name}")
         self.save()
 
     def pending(self) -> list[str]:
