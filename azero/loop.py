@@ -254,7 +254,7 @@ class Run:
         """Collect an iteration's samples from the run's source, train on them, publish the new
         weights, evaluate when due, log and save."""
         config = self.config
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         iteration = self.iteration + 1
         samples, record = self.source.collect(config.selfplay.positions_per_iteration)
         self.buffer.add(samples)
@@ -280,12 +280,23 @@ class Run:
             "charts/hours": self.elapsed / 3600,
             "seconds": time.perf_counter() - started,
         })
+        record.update(system_load(record["seconds"], time.process_time() - cpu_started))
         self.iteration = iteration
         self._log_metrics(record)
         self.save()
         fault("replay.prune")
         prune(self.dir / "replay", self.config.replay.capacity)
         return record
+
+
+def system_load(seconds: float, cpu_seconds: float) -> dict:
+    """What else the machine did during an iteration: its one-minute load average at the end
+    (where the OS has one) and the cores this process kept busy (CPU seconds of all its
+    threads per wall second). A load well above the cores used means other work ran beside."""
+    record = {"system/process_cores": cpu_seconds / max(seconds, 1e-9)}
+    if hasattr(os, "getloadavg"):
+        record["system/load_average"] = os.getloadavg()[0]
+    return record
 
 
 class LocalSelfPlay:

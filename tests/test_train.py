@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -48,6 +49,9 @@ def test_a_tiny_run_writes_its_folder_and_resumes_where_it_stopped(tmp_path):
     assert {"losses/policy", "losses/value", "losses/total", "losses/policy_entropy", "charts/learning_rate",
             "charts/buffer_size", "charts/selfplay_positions_per_s", "selfplay/game_length",
             "selfplay/first_player_win_rate", "selfplay/draw_rate"} <= set(records[-1])
+    for record in records:  # what else the machine did: the run's own cores and the load beside them
+        assert 0 < record["system/process_cores"] <= (os.cpu_count() or 1) + 0.1
+        assert record["system/load_average"] >= 0
     first = latest(run_dir)
     assert first["iteration"] == 2 and first["game"] == "tictactoe"
 
