@@ -161,6 +161,31 @@ def test_a_run_stopped_part_way_continues_for_the_minutes_it_has_not_trained(tmp
     assert not ablation.trained_enough(arm, 1)  # (no latest.pt: nothing was saved)
 
 
+def test_the_report_says_what_else_ran_beside_each_run(tmp_path):
+    from azero.ablation import Ablation
+    from azero.ablation.report import conditions, write_report
+
+    ablation = Ablation(tmp_path / "out", plan(seeds=[0]))
+    base, wide = ablation.plan.arms
+    quiet = [{"iteration": i, "system/process_cores": 1.9, "system/load_average": 2.0} for i in range(1, 6)]
+    busy = [{"iteration": i, "system/process_cores": 1.5, "system/load_average": load}
+            for i, load in enumerate([2.0, 3.0, 3.4, 1.8], 1)]
+    for arm, records in ((base, quiet), (wide, busy)):
+        run_dir = ablation.run_dir(arm, 0)
+        run_dir.mkdir(parents=True)
+        (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    lines = conditions(ablation)
+    assert lines[0] == ("- `base` seed 0: the run kept 1.90 cores busy (median of 5 iterations); the machine's load "
+                        "beside it +0.10 (median), over half a core more in 0 of 5 iterations (max +0.10)")
+    assert lines[1].startswith("- `wide` seed 0: the run kept 1.50 cores busy (median of 4 iterations)")
+    assert "+1.50 (median), over half a core more in 2 of 4 iterations (max +1.90)" in lines[1]
+    assert "\n".join(lines) in write_report(ablation).read_text()
+    # runs from before train.py recorded the load get no line, and no section without any
+    (ablation.run_dir(base, 0) / "metrics.jsonl").write_text(json.dumps({"iteration": 1}) + "\n")
+    (ablation.run_dir(wide, 0) / "metrics.jsonl").unlink()
+    assert conditions(ablation) == [] and "What else the machine did" not in write_report(ablation).read_text()
+
+
 def ablate(*args, timeout=900) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(SCRIPTS / "ablate.py"), *args], capture_output=True, text=True,
                           timeout=timeout)

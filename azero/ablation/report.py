@@ -55,16 +55,40 @@ def cell(yardstick: str, results: list[dict]) -> str:
     return match_cell(*(sum(r[key] for r in results) for key in ("a_wins", "draws", "b_wins")))
 
 
-def _last_metrics(run_dir: Path) -> dict:
+def _records(run_dir: Path) -> list[dict]:
     path = run_dir / "metrics.jsonl"
     if not path.exists():
-        return {}
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _last_metrics(run_dir: Path) -> dict:
+    records = _records(run_dir)
     last = dict(records[-1]) if records else {}
     evaluations = [r for r in records if "eval/elo" in r]
     if evaluations:
         last.update({key: evaluations[-1][key] for key in ("eval/elo", "eval/elo_low", "eval/elo_high")})
     return last
+
+
+def conditions(ablation) -> list[str]:
+    """One line per trained run on what else the machine did while it trained: the cores the
+    run kept busy and the machine's load beside them (train.py's `system/` metrics), from
+    the iterations that recorded them. Runs of before those metrics get no line."""
+    lines = []
+    for arm, seed in ablation.plan.runs():
+        records = [r for r in _records(ablation.run_dir(arm, seed))
+                   if "system/process_cores" in r and "system/load_average" in r]
+        if not records:
+            continue
+        cores = sorted(r["system/process_cores"] for r in records)
+        beside = sorted(r["system/load_average"] - r["system/process_cores"] for r in records)
+        busy = sum(extra > 0.5 for extra in beside)
+        lines.append(f"- `{arm.name}` seed {seed}: the run kept {cores[len(cores) // 2]:.2f} cores busy (median of "
+                     f"{len(records)} iterations); the machine's load beside it {beside[len(beside) // 2]:+.2f} "
+                     f"(median), over half a core more in {busy} of {len(records)} iterations (max "
+                     f"{beside[-1]:+.2f})")
+    return lines
 
 
 def table(ablation) -> str:
@@ -156,6 +180,11 @@ def write_report(ablation) -> Path:
         atomic_write_text(ablation.folder / "elo.svg",
                           arms_svg(curves, f"{plan.preset}: Elo against training minutes, by arm"))
         parts += ["![Elo against training minutes, by arm](elo.svg)", ""]
+    beside = conditions(ablation)
+    if beside:
+        parts += ["What else the machine did while each run trained (train.py's `system/` metrics: the "
+                  "one-minute load average at each iteration's end less the cores the run itself used):", "",
+                  *beside, ""]
     commands = [entry["command"] + ("" if entry.get("exit") == 0 else f"   # {entry.get('exit')}")
                 for entry in ablation.state["commands"]]
     if commands:
