@@ -8,7 +8,6 @@ as half a win); a pooled interval treats the seeds' networks as one player.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from ..elo import match_elo, score_interval
 from ..errors import UserError
 from ..plot import arms_svg, read_elo
 from .plan import judge_options
+from .runner import run_metrics
 
 
 def _percent(share: float, interval: tuple[float, float]) -> str:
@@ -55,15 +55,8 @@ def cell(yardstick: str, results: list[dict]) -> str:
     return match_cell(*(sum(r[key] for r in results) for key in ("a_wins", "draws", "b_wins")))
 
 
-def _records(run_dir: Path) -> list[dict]:
-    path = run_dir / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def _last_metrics(run_dir: Path) -> dict:
-    records = _records(run_dir)
+    records = run_metrics(run_dir)
     last = dict(records[-1]) if records else {}
     evaluations = [r for r in records if "eval/elo" in r]
     if evaluations:
@@ -77,7 +70,7 @@ def conditions(ablation) -> list[str]:
     the iterations that recorded them. Runs of before those metrics get no line."""
     lines = []
     for arm, seed in ablation.plan.runs():
-        records = [r for r in _records(ablation.run_dir(arm, seed))
+        records = [r for r in run_metrics(ablation.run_dir(arm, seed))
                    if "system/process_cores" in r and "system/load_average" in r]
         if not records:
             continue

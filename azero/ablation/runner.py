@@ -289,7 +289,8 @@ def _stop(process: subprocess.Popen, *, forward: bool) -> None:
         process.wait()
 
 
-def _metrics(run_dir: Path) -> list[dict]:
+def run_metrics(run_dir: Path) -> list[dict]:
+    """The records of a run's metrics.jsonl, one per iteration ([] for a run not started)."""
     path = run_dir / "metrics.jsonl"
     if not path.exists():
         return []
@@ -298,12 +299,12 @@ def _metrics(run_dir: Path) -> list[dict]:
 
 def trained_minutes(run_dir: Path) -> float:
     """Minutes of training the run folder holds (0 for a new one)."""
-    records = _metrics(run_dir)
+    records = run_metrics(run_dir)
     return records[-1]["charts/hours"] * 60 if records else 0.0
 
 
 def trained_iterations(run_dir: Path) -> int:
-    records = _metrics(run_dir)
+    records = run_metrics(run_dir)
     return int(records[-1]["iteration"]) if records else 0
 
 
