@@ -8,6 +8,7 @@ as half a win); a pooled interval treats the seeds' networks as one player.
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -16,7 +17,6 @@ from ..elo import match_elo, score_interval
 from ..errors import UserError
 from ..plot import arms_svg, read_elo
 from .plan import judge_options
-from .runner import run_metrics
 
 
 def _percent(share: float, interval: tuple[float, float]) -> str:
@@ -53,6 +53,14 @@ def cell(yardstick: str, results: list[dict]) -> str:
         return judge_cell(*(sum(r[key] for r in results) for key in ("kept", "positions", "kept_decisive",
                                                                       "decisive")))
     return match_cell(*(sum(r[key] for r in results) for key in ("a_wins", "draws", "b_wins")))
+
+
+def run_metrics(run_dir: Path) -> list[dict]:
+    """The records of a run's metrics.jsonl, one per iteration ([] for a run not started)."""
+    path = run_dir / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _last_metrics(run_dir: Path) -> dict:

@@ -32,6 +32,7 @@ from pathlib import Path
 from ..checkpoint import atomic_write_text
 from ..errors import UserError
 from .plan import Arm, Plan, judge_options
+from .report import run_metrics, write_report
 
 REPO = Path(__file__).resolve().parent.parent.parent
 SCRIPTS = REPO / "scripts"
@@ -246,8 +247,6 @@ class Ablation:
 
     def run(self) -> None:
         """Every step not done yet, in order; writes the table and the plot after each run."""
-        from .report import write_report
-
         self.save()
         previous = signal.signal(signal.SIGTERM, self._terminate)
         try:
@@ -287,14 +286,6 @@ def _stop(process: subprocess.Popen, *, forward: bool) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-
-
-def run_metrics(run_dir: Path) -> list[dict]:
-    """The records of a run's metrics.jsonl, one per iteration ([] for a run not started)."""
-    path = run_dir / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def trained_minutes(run_dir: Path) -> float:
