@@ -42,6 +42,7 @@ from .config import Config, config_from_dict, differences, read_toml, toml_text
 from .errors import UserError
 from .evaluation import LadderEvaluator
 from .faults import fault
+from .metrics import METRICS, read_metrics
 from .network import PolicyValueNet, precision_problem
 from .replay import ReplayBuffer, prune, restore, save_chunk
 from .selfplay import Samples, SelfPlay, stored_fields
@@ -200,20 +201,12 @@ class Run:
     def _truncate_metrics(self) -> None:
         """Keep the records of the iterations latest.pt holds (a later one was cut short by a stop,
         perhaps in the middle of its line)."""
-        path = self.dir / "metrics.jsonl"
+        path = self.dir / METRICS
         if not path.exists():
             return
-        text = path.read_text(errors="replace")
-        keep = []
-        for line in text.splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue  # a line cut short: only the last can be, and its iteration was not saved
-            if isinstance(record, dict) and record.get("iteration", 0) <= self.iteration:
-                keep.append(line)
-        kept = "".join(line + "\n" for line in keep)
-        if kept != text:
+        kept = "".join(json.dumps(record) + "\n" for record in read_metrics(self.dir)
+                       if record.get("iteration", 0) <= self.iteration)
+        if kept != path.read_text(errors="replace"):
             atomic_write_text(path, kept, point="truncate")
 
     def save(self) -> None:
@@ -236,10 +229,10 @@ class Run:
 
     def _log_metrics(self, record: dict) -> None:
         line = json.dumps(record) + "\n"
-        with open(self.dir / "metrics.jsonl", "a") as out:
+        with open(self.dir / METRICS, "a") as out:
             out.write(line[: len(line) // 2])
             out.flush()
-            fault("metrics.write", str(self.dir / "metrics.jsonl"))
+            fault("metrics.write", str(self.dir / METRICS))
             out.write(line[len(line) // 2:])
             out.flush()
             fault("metrics.written")

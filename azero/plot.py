@@ -5,26 +5,20 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from .errors import UserError
+from .metrics import METRICS, read_metrics
 
 
 def read_elo(run_dir: Path) -> list[tuple[float, float, float, float]]:
     """(minutes, elo, low, high) of every evaluation in the run."""
-    path = Path(run_dir) / "metrics.jsonl"
+    path = Path(run_dir) / METRICS
     if not path.exists():
         raise UserError(f"{path} not found: is {run_dir} a run folder?")
-    points = []
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        record = json.loads(line)
-        if "eval/elo" in record:
-            points.append((record["charts/hours"] * 60, record["eval/elo"], record["eval/elo_low"],
-                           record["eval/elo_high"]))
+    points = [(record["charts/hours"] * 60, record["eval/elo"], record["eval/elo_low"], record["eval/elo_high"])
+              for record in read_metrics(run_dir) if "eval/elo" in record]
     if not points:
         raise UserError(f"{run_dir} has no evaluations yet")
     return points

@@ -155,7 +155,9 @@ def test_a_run_stopped_part_way_continues_for_the_minutes_it_has_not_trained(tmp
     run_dir = ablation.run_dir(arm, 1)
     run_dir.mkdir(parents=True)
     (run_dir / "config.toml").write_text("[game]\nspec = \"tictactoe\"\n")
-    (run_dir / "metrics.jsonl").write_text(json.dumps({"iteration": 7, "charts/hours": 0.05}) + "\n")
+    # a stop in the middle of an append leaves the last line cut short: that iteration was not saved
+    (run_dir / "metrics.jsonl").write_text(json.dumps({"iteration": 7, "charts/hours": 0.05}) + "\n"
+                                           + '{"iteration": 8, "charts/ho')
     again = display(ablation.train_command(arm, 1))
     assert again.endswith(f"--run-dir {run_dir} --minutes 7 --no-progress") and "--set" not in again
     assert not ablation.trained_enough(arm, 1)  # (no latest.pt: nothing was saved)

@@ -8,13 +8,13 @@ as half a win); a pooled interval treats the seeds' networks as one player.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from ..checkpoint import atomic_write_text
 from ..elo import match_elo, score_interval
 from ..errors import UserError
+from ..metrics import read_metrics
 from ..plot import arms_svg, read_elo
 from .plan import judge_options
 
@@ -55,16 +55,8 @@ def cell(yardstick: str, results: list[dict]) -> str:
     return match_cell(*(sum(r[key] for r in results) for key in ("a_wins", "draws", "b_wins")))
 
 
-def run_metrics(run_dir: Path) -> list[dict]:
-    """The records of a run's metrics.jsonl, one per iteration ([] for a run not started)."""
-    path = run_dir / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def _last_metrics(run_dir: Path) -> dict:
-    records = run_metrics(run_dir)
+    records = read_metrics(run_dir)
     last = dict(records[-1]) if records else {}
     evaluations = [r for r in records if "eval/elo" in r]
     if evaluations:
@@ -78,7 +70,7 @@ def conditions(ablation) -> list[str]:
     the iterations that recorded them. Runs of before those metrics get no line."""
     lines = []
     for arm, seed in ablation.plan.runs():
-        records = [r for r in run_metrics(ablation.run_dir(arm, seed))
+        records = [r for r in read_metrics(ablation.run_dir(arm, seed))
                    if "system/process_cores" in r and "system/load_average" in r]
         if not records:
             continue

@@ -31,8 +31,9 @@ from pathlib import Path
 
 from ..checkpoint import atomic_write_text
 from ..errors import UserError
+from ..metrics import read_metrics
 from .plan import Arm, Plan, judge_options
-from .report import run_metrics, write_report
+from .report import write_report
 
 REPO = Path(__file__).resolve().parent.parent.parent
 SCRIPTS = REPO / "scripts"
@@ -290,12 +291,12 @@ def _stop(process: subprocess.Popen, *, forward: bool) -> None:
 
 def trained_minutes(run_dir: Path) -> float:
     """Minutes of training the run folder holds (0 for a new one)."""
-    records = run_metrics(run_dir)
+    records = read_metrics(run_dir)
     return records[-1]["charts/hours"] * 60 if records else 0.0
 
 
 def trained_iterations(run_dir: Path) -> int:
-    records = run_metrics(run_dir)
+    records = read_metrics(run_dir)
     return int(records[-1]["iteration"]) if records else 0
 
 

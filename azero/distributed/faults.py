@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from ..errors import cli_entry
+from ..metrics import read_metrics
 
 SCRIPTS = Path(__file__).resolve().parent.parent.parent / "scripts"
 FIRST = re.compile(r"self-play actor (\d+): pid (\d+)")
@@ -97,7 +98,7 @@ def main(argv=None) -> int:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
         process.wait()
-    records = [json.loads(line) for line in (args.run_dir / "metrics.jsonl").read_text().splitlines()]
+    records = read_metrics(args.run_dir)
     last = records[-1]
     match = subprocess.run([sys.executable, str(SCRIPTS / "evaluate.py"), "--game", "tictactoe", "--a",
                             f"az:{args.run_dir / 'latest.pt'}", "--b", "perfect", "--games", str(args.games),
