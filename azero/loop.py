@@ -43,7 +43,7 @@ from .errors import UserError
 from .evaluation import LadderEvaluator
 from .faults import fault
 from .metrics import METRICS, read_metrics
-from .network import PolicyValueNet, precision_problem
+from .network import PolicyValueNet, device_problem, precision_problem
 from .replay import ReplayBuffer, prune, restore, save_chunk
 from .selfplay import Samples, SelfPlay, stored_fields
 from .trainer import Trainer, autocast_dtype
@@ -109,6 +109,8 @@ def open_run(config: Config | None, run_dir: Path | None, command: list[str]) ->
     if config is None:
         raise UserError("no config to start a new run with")
     game = games.make_from_spec(config.game.spec)  # fail before creating anything
+    if device_problem(config.run.device):
+        raise UserError(f"run.device={device_problem(config.run.device)} (--device)")
     config.network.validate(game)
     if not config.run.device.startswith("cuda"):
         autocast_dtype(config.train.mixed_precision, config.run.device)
@@ -140,8 +142,8 @@ class Run:
         if config.run.threads:
             torch.set_num_threads(config.run.threads)
         device = config.run.device
-        if device.startswith("cuda") and not torch.cuda.is_available():
-            raise UserError("run.device is cuda but no CUDA device is available here; use --device cpu")
+        if device_problem(device):
+            raise UserError(f"run.device={device_problem(device)} (--device)")
         problem = precision_problem(config.search.precision, device)
         if problem:
             raise UserError(f"search.precision {problem}")

@@ -254,6 +254,28 @@ def precision_problem(precision: str, device: torch.device | str) -> str | None:
     if precision == "int8" and torch.device(device).type != "cpu":
         return f"int8 runs on the CPU only, not on {device}; use auto, float32 or bfloat16"
     return None
+
+
+def device_problem(device: str) -> str | None:
+    """Why torch cannot run on `device` here, or None if it can (a CUDA device must exist).
+
+    The answer starts with the device: "cuda: no CUDA device is available here; use cpu".
+    """
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError):
+        return f"{device!r} is not a torch device; use cpu, cuda or cuda:N"
+    if parsed.type == "cpu":
+        return None
+    if parsed.type != "cuda":
+        return f"{device}: azero runs on cpu or cuda"
+    if not torch.cuda.is_available():
+        return f"{device}: no CUDA device is available here; use cpu"
+    if parsed.index is not None and parsed.index >= torch.cuda.device_count():
+        return f"{device}: this machine has {torch.cuda.device_count()} CUDA device(s), numbered from 0"
+    return None
+
+
 LOW_PRECISION_MIN_BATCH = 16
 
 

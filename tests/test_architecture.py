@@ -266,3 +266,14 @@ def test_game_options_player_options_and_config_values_read_and_fail_alike():
                  lambda: load_config(game="tictactoe", overrides=["replay.augment=maybe"])):
         with pytest.raises(ValueError, match="='maybe' is not a valid boolean \\(not true or false\\)"):
             read()
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate", "play", "pbrain", "gtp", "judge"])
+def test_every_device_option_refuses_a_device_this_machine_lacks_in_one_line(command, capsys):
+    import importlib
+
+    main = importlib.import_module(f"azero.cli.{command}").main
+    with pytest.raises(SystemExit) as stop:
+        main(["--device", "tpu"])
+    assert stop.value.code == 2
+    assert "argument --device: 'tpu' is not a torch device; use cpu, cuda or cuda:N" in capsys.readouterr().err

@@ -136,3 +136,9 @@ def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
         assert not run_dir.exists()
     out = train("--iterations", "1")
     assert out.returncode == 2 and "--game" in out.stderr
+    out = train("--game", "tictactoe", "--device", "tpu", "--run-dir", str(run_dir))
+    assert out.returncode == 2 and "argument --device: 'tpu' is not a torch device" in out.stderr
+    if not torch.cuda.is_available():  # a device the config names but this machine lacks: checked before the folder
+        out = train("--game", "tictactoe", "--set", "run.device=cuda", "--run-dir", str(run_dir))
+        assert out.returncode == 2 and "run.device=cuda: no CUDA device is available here" in out.stderr
+    assert not run_dir.exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 
@@ -17,6 +18,16 @@ COMMANDS = {
     "ablate": "training arms of equal wall time, each judged against the game's yardsticks",
     "bench": "print throughput figures as one JSON object",
 }
+
+
+def torch_device(text: str) -> str:
+    """argparse's type for --device: a torch device that exists here (cpu, cuda, cuda:N)."""
+    from ..network import device_problem
+
+    problem = device_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def main(argv=None) -> int:

@@ -8,6 +8,7 @@ import json
 import sys
 
 from ..errors import cli_entry
+from . import torch_device
 
 DEFAULT_GAMES = 100
 
@@ -36,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "swapped, as do 3 and 4, ... (default 0)")
     parser.add_argument("--sgf", metavar="DIR", help="write every game as SGF into DIR (game-0001.sgf, ...)")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the match (default 0)")
-    parser.add_argument("--device", default="cpu", help="torch device for networks (default cpu)")
+    parser.add_argument("--device", default="cpu", type=torch_device, help="torch device for networks (default cpu)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     return parser
 

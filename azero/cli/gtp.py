@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..errors import cli_entry
+from . import torch_device
 
 
 @cli_entry
@@ -30,7 +31,7 @@ def main(argv=None) -> int:
     parser.add_argument("--resign-threshold", type=float, metavar="WINRATE",
                         help="resign when the win-rate of the chosen move is below this, e.g. 0.05 (default: never)")
     parser.add_argument("--sgf", metavar="DIR", help="write each game as SGF into DIR (at clear_board and quit)")
-    parser.add_argument("--device", default="cpu", help="torch device for the network (default cpu)")
+    parser.add_argument("--device", default="cpu", type=torch_device, help="torch device for the network (default cpu)")
     parser.add_argument("--seed", type=int, default=0, help="random seed")
     args = parser.parse_args(argv)
     if args.player and not args.game:

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from ..errors import cli_entry
+from . import torch_device
 from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS
 
 
@@ -32,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"most random moves before a position (default {DEFAULT_MAX_PLIES})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the positions and the players (default 0)")
     parser.add_argument("--batch", type=int, default=None, help="positions given to a player at once (default all)")
-    parser.add_argument("--device", default="cpu", help="torch device for networks (default cpu)")
+    parser.add_argument("--device", default="cpu", type=torch_device, help="torch device for networks (default cpu)")
     parser.add_argument("--json", action="store_true", help="print one JSON object per player instead of text")
     return parser
 

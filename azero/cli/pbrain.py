@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..errors import cli_entry
+from . import torch_device
 
 
 @cli_entry
@@ -24,7 +25,7 @@ def main(argv=None) -> int:
     who.add_argument("--checkpoint", help="a gomoku checkpoint (plays its own board size only)")
     who.add_argument("--player", metavar="SPEC", help="any player spec, e.g. uct:2000 (plays every size 5..19)")
     parser.add_argument("--sims", type=int, help="simulations per move at most (the clock may stop it sooner)")
-    parser.add_argument("--device", default="cpu", help="torch device for the network (default cpu)")
+    parser.add_argument("--device", default="cpu", type=torch_device, help="torch device for the network (default cpu)")
     parser.add_argument("--seed", type=int, default=0, help="random seed")
     args = parser.parse_args(argv)
     fixed = None

@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from ..errors import cli_entry
+from . import torch_device
 
 HELP = """commands:
   a move as players write it (h8, d3, a column number such as 4, pass)
@@ -46,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=8765, help="GUI port (default 8765; 0 = any free port)")
     parser.add_argument("--no-browser", action="store_true", help="with --gui: do not open a browser window")
     parser.add_argument("--analysis", action="store_true", help="JSON-lines analysis engine on stdin/stdout")
-    parser.add_argument("--device", default="cpu", help="torch device for the network (default cpu)")
+    parser.add_argument("--device", default="cpu", type=torch_device, help="torch device for the network (default cpu)")
     parser.add_argument("--seed", type=int, default=0, help="random seed")
     return parser
 

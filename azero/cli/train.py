@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import cli_entry
+from . import torch_device
 
 
 @cli_entry
@@ -37,7 +38,7 @@ def main(argv=None) -> int:
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--minutes", type=float, help="stop after this many minutes (this session)")
     budget.add_argument("--iterations", type=int, help="stop once the run has completed this many iterations in all")
-    parser.add_argument("--device", help="torch device, cpu or cuda (overrides run.device)")
+    parser.add_argument("--device", type=torch_device, help="torch device, cpu or cuda (overrides run.device)")
     parser.add_argument("--seed", type=int, help="random seed (overrides run.seed)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (log lines only)")
     ray = parser.add_argument_group("Ray (pip install -e '.[ray]')", "self-play on actors, evaluation on an actor, "
