@@ -51,7 +51,7 @@ class SearchConfig:
     c_base: float = _f(19652.0, "PUCT exploration constant c_base", low=1)
     fpu_reduction: float = _f(0.0, "first-play urgency: an unvisited move's value is the parent's minus this", low=0)
     dirichlet_alpha: float = _f(0.0, "PUCT root noise concentration; 0 = 10 / (typical number of legal moves)", low=0)
-    noise_fraction: float = _f(0.25, "PUCT: weight of the Dirichlet noise in the root prior", low=0)
+    noise_fraction: float = _f(0.25, "PUCT: weight of the Dirichlet noise in the root prior", low=0, high=1)
     temperature_moves: int = _f(8, "PUCT: moves of each game sampled in proportion to visits; then the most "
                                 "visited (gumbel always plays its sampled choice)", low=0)
     reuse_tree: bool = _f(True, "PUCT: keep the chosen move's subtree for the next move in self-play (gumbel "
@@ -131,7 +131,7 @@ class EvaluationConfig:
 
 @dataclass
 class RunConfig:
-    seed: int = _f(0, "random seed")
+    seed: int = _f(0, "random seed", low=0, high=2**32 - 1)
     device: str = _f("cpu", "torch device: cpu or cuda")
     threads: int = _f(0, "torch CPU threads (0 = torch's default)", low=0)
     keep_every: int = _f(10, "keep a numbered checkpoint every this many iterations", low=1)
@@ -235,6 +235,10 @@ def read_toml(path: Path) -> dict:
             return tomllib.load(handle)
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a folder, not a config file (TOML)") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file (a config is TOML text)") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
 

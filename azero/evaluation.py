@@ -22,6 +22,7 @@ from games import Game
 from .arena import play_match
 from .config import EvaluationConfig
 from .elo import ladder
+from .errors import UserError
 from .network import PolicyValueNet
 from .players import make as make_player
 from .players.az import AZPlayer
@@ -38,6 +39,15 @@ class LadderEvaluator:
         self.level = 0
         self.records: list[tuple[str, str, float, int]] = []
         self.previous: tuple[str, dict] | None = None  # (name, network weights) of the last network evaluated
+
+    def check(self) -> None:
+        """UserError for a rung that names no player this game can have (made and closed here,
+        so that a bad ladder fails at the start of a run, not at its first evaluation)."""
+        for rung in self.rungs:
+            try:
+                make_player(rung, self.game, device=self.device, seed=self.seed).close()
+            except UserError as error:
+                raise UserError(f"evaluation.ladder: {rung!r}: {error}") from None
 
     @property
     def anchor(self) -> str:

@@ -25,6 +25,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -94,8 +95,14 @@ def write_provenance(run_dir: Path, command: list[str]) -> None:
 def open_run(config: Config | None, run_dir: Path | None, command: list[str]) -> tuple[Config, Path, bool]:
     """(config, folder, resuming). A folder holding config.toml is resumed with its own config;
     a config given for it too (the command that started the run, typed again) must agree with it."""
+    if run_dir is not None and run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"--run-dir {run_dir} is a file, not a folder")
     if run_dir is not None and (run_dir / "config.toml").exists():
-        saved = config_from_dict(read_toml(run_dir / "config.toml"))
+        data = read_toml(run_dir / "config.toml")
+        if "game" not in data:  # train.py writes every section: an empty or cut file is damage
+            raise UserError(f"{run_dir / 'config.toml'} is damaged (it has no [game]); the run cannot be resumed "
+                            "from it; restore it, or start a new --run-dir")
+        saved = config_from_dict(data)
         if config is not None and differences(saved, config):
             lines = [f"  {key}: the run has {toml_text(old)}, the command gives {toml_text(new)}"
                      for key, old, new in differences(saved, config)]
@@ -111,11 +118,15 @@ def open_run(config: Config | None, run_dir: Path | None, command: list[str]) ->
     game = games.make_from_spec(config.game.spec)  # fail before creating anything
     if device_problem(config.run.device):
         raise UserError(f"run.device={device_problem(config.run.device)} (--device)")
+    ladder_evaluator(game, config, config.run.device).check()
     config.network.validate(game)
     if not config.run.device.startswith("cuda"):
         autocast_dtype(config.train.mixed_precision, config.run.device)
     run_dir = run_dir or new_run_dir(game.name)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a file in the way, no permission
+        raise UserError(f"cannot make the run folder {run_dir}: {error.strerror or error}") from None
     atomic_write_text(run_dir / "config.toml", config.to_toml())
     write_provenance(run_dir, command)
     return config, run_dir, False
@@ -341,12 +352,19 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
     by default self-play runs in this process.
     """
     config, run_dir, resuming = open_run(config, run_dir, command or sys.argv)
-    run = Run(config, run_dir, progress=progress, log=log)
+    try:
+        run = Run(config, run_dir, progress=progress, log=log)
+    except Exception:
+        if not resuming:
+            _discard(run_dir)
+        raise
     if resuming:
         log(f"resuming {run_dir} at iteration {run.iteration} ({run.positions} positions, buffer {len(run.buffer)})")
     else:
         log(f"new run in {run_dir}")
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    # a new run that fails before its first checkpoint leaves no folder (but a full disk keeps it, to continue)
+    discard_on_failure = not resuming
     session_start = time.monotonic()
     last_duration = 0.0  # of the last iteration, without its evaluation
     try:
@@ -369,6 +387,7 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
         log(f"stopped; {run_dir} holds iteration {run.saved_iteration}. Continue with: "
             f"python scripts/train.py --run-dir {run_dir}")
     except OSError as error:  # a full disk, a folder gone read-only: what is saved stays whole
+        discard_on_failure = False
         where = f" ({error.filename})" if error.filename else ""
         raise UserError(f"cannot write the run's files: {error.strerror or error}{where}. {run_dir} holds "
                         f"iteration {run.saved_iteration}, intact; once that is fixed, continue with: "
@@ -377,7 +396,15 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
         signal.signal(signal.SIGTERM, previous)
         run.source.close()
         run.writer.close()
+        if discard_on_failure and run.saved_iteration == 0 and isinstance(sys.exc_info()[1], Exception):
+            _discard(run_dir)
     return run_dir
+
+
+def _discard(run_dir: Path) -> None:
+    """Remove a run folder this command made when the run failed before saving anything (a run
+    folder holding only a config would make every later command with it fail the same way)."""
+    shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def _summary_line(record: dict) -> str:

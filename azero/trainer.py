@@ -175,7 +175,7 @@ class Trainer:
                 terms = losses(model, batch, self.config)
             if not torch.isfinite(terms["total"]):
                 raise TrainingDiverged(
-                    f"training diverged at step {self.steps}: loss is {float(terms['total'])}; "
+                    f"training diverged at step {self.steps}: loss is {float(terms['total'].detach())}; "
                     "the last good checkpoint is kept (try a lower train.learning_rate)"
                 )
             self.optimizer.zero_grad(set_to_none=True)

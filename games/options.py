@@ -21,6 +21,7 @@ raised as the caller's error class (GameError, UserError, ConfigError, ValueErro
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -61,11 +62,11 @@ class Option:
         if self.choices:
             return "one of " + ", ".join(map(str, self.choices))
         if self.low is not None and self.high is not None:
-            return f"{self.low:g}..{self.high:g}"
+            return f"{_number(self.low)}..{_number(self.high)}"
         if self.low is not None:
-            return f"at least {self.low:g}"
+            return f"at least {_number(self.low)}"
         if self.high is not None:
-            return f"at most {self.high:g}"
+            return f"at most {_number(self.high)}"
         return ""
 
     def usage(self, key: str) -> str:
@@ -73,6 +74,11 @@ class Option:
         if self.choices:
             return "|".join(map(str, self.choices))
         return self.metavar or key.upper()
+
+
+def _number(value: float) -> str:
+    """A bound as text: whole numbers in full (4294967295), others short (0.001)."""
+    return str(value) if isinstance(value, int) else f"{value:g}"
 
 
 def is_whole_number(text: str) -> bool:
@@ -106,9 +112,12 @@ def _parse(kind: type, value: Any) -> Any:
             raise _NotOfKind("not a whole number")
         if kind is float:
             try:
-                return float(text)
+                number = float(text)
             except ValueError:
                 raise _NotOfKind("not a number") from None
+            if not math.isfinite(number):
+                raise _NotOfKind("not a finite number")
+            return number
     elif kind is bool:
         if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
             return bool(value)
@@ -121,6 +130,8 @@ def _parse(kind: type, value: Any) -> Any:
         raise _NotOfKind("not a whole number" if isinstance(value, float) else f"a {type(value).__name__}")
     elif kind is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                raise _NotOfKind("not a finite number")
             return float(value)
         raise _NotOfKind(f"a {type(value).__name__}")
     elif kind is str:

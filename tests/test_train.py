@@ -128,6 +128,15 @@ def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
         (["--game", "tictactoe", "--set", "train.optimizer=adam"], "choose one of: adamw, sgd"),
         (["--game", "chess"], "no preset for game 'chess'"),
         (["--config", str(tmp_path / "missing.toml")], "config file not found"),
+        (["--config", str(tmp_path)], "is a folder, not a config file"),
+        (["--game", "tictactoe", "--seed", "-1"], "run.seed=-1 is out of range; allowed: 0..4294967295"),
+        (["--game", "tictactoe", "--set", "train.learning_rate=inf"], "not a finite number"),
+        (["--game", "tictactoe", "--set", "search.noise_fraction=2"], "out of range; allowed: 0..1"),
+        # a ladder rung is made before the folder is, not at the first evaluation
+        (["--game", "tictactoe", "--set", "evaluation.ladder=uct:100:bogus=1"],
+         "evaluation.ladder: 'uct:100:bogus=1': uct: unknown option bogus"),
+        # a run that fails before its first checkpoint takes its new folder with it
+        ([*TINY, "--set", "train.learning_rate=1e30"], "training diverged at step 1"),
     ):
         run_dir = tmp_path / "never"
         out = train(*args, "--iterations", "1", "--run-dir", str(run_dir))
@@ -142,3 +151,14 @@ def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
         out = train("--game", "tictactoe", "--set", "run.device=cuda", "--run-dir", str(run_dir))
         assert out.returncode == 2 and "run.device=cuda: no CUDA device is available here" in out.stderr
     assert not run_dir.exists()
+    out = train("--game", "tictactoe", "--minutes", "nan")
+    assert out.returncode == 2 and "--minutes must be a positive number" in out.stderr
+    (tmp_path / "a-file").write_text("")
+    out = train("--game", "tictactoe", "--run-dir", str(tmp_path / "a-file"))
+    assert out.returncode == 2 and out.stderr == f"error: --run-dir {tmp_path / 'a-file'} is a file, not a folder\n"
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "config.toml").write_text("")  # a run folder whose config a crash of the disk emptied
+    out = train("--run-dir", str(damaged))
+    assert out.returncode == 2 and f"{damaged / 'config.toml'} is damaged" in out.stderr
+    assert sorted(p.name for p in damaged.iterdir()) == ["config.toml"]

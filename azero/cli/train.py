@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -55,8 +56,8 @@ def main(argv=None) -> int:
     if args.help_config:
         print(config_module.help_text())
         return 0
-    if args.minutes is not None and args.minutes <= 0:
-        parser.error("--minutes must be positive")
+    if args.minutes is not None and not 0 < args.minutes < math.inf:
+        parser.error("--minutes must be a positive number")
     if args.iterations is not None and args.iterations < 1:
         parser.error("--iterations must be at least 1")
     use_ray = args.ray or args.ray_address is not None
@@ -78,9 +79,9 @@ def main(argv=None) -> int:
             overrides.append(f"run.device={args.device}")
         if args.seed is not None:
             overrides.append(f"run.seed={args.seed}")
-        config = load_config(game=None if args.config else args.game, path=args.config, overrides=overrides)
         if args.game and args.config:
             parser.error("give --game or --config, not both")
+        config = load_config(game=None if args.config else args.game, path=args.config, overrides=overrides)
     if not use_ray:
         train(config, args.run_dir, minutes=args.minutes, iterations=args.iterations,
               progress=not args.no_progress, command=[sys.executable, *sys.argv])
