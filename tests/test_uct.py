@@ -222,6 +222,7 @@ def test_player_specs_parse_and_errors_are_clear():
     spec = parse_spec("uct:1000:c=1.0,final=secure")
     assert (spec.name, spec.argument, spec.options) == ("uct", "1000", {"c": "1.0", "final": "secure"})
     assert parse_spec("az:runs/x/latest.pt:sims=200").argument == "runs/x/latest.pt"
+    assert parse_spec("az:runs/x/latest.pt:").argument == "runs/x/latest.pt"  # a colon with no options after it
     game = games.make("tictactoe")
     assert make("uct:500:final=secure", game).spec == "uct:500:final=secure"
     for bad, message in (
@@ -236,6 +237,8 @@ def test_player_specs_parse_and_errors_are_clear():
         ("uct:100:seconds=0", r"allowed: 0\.001\.\.3600"),
         ("uct:100:seconds=4000", r"allowed: 0\.001\.\.3600"),
         ("az:x.pt:parallel=-2", "auto or a whole number at least 1"),
+        ("uct:100:c=1,c=2", "player option c is given twice"),
+        ("uct:100:c=inf", "not a finite number"),
     ):
         with pytest.raises(UserError, match=message):
             make(bad, game)

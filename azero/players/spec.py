@@ -58,12 +58,16 @@ def split_spec(text: str) -> PlayerSpec:
     if rest:
         head, sep, tail = rest.rpartition(":")
         last = tail if sep else rest
-        if "=" in last:
+        if sep and not tail.strip():  # 'az:net.pt:' (options left out after the colon)
+            argument = head
+        elif "=" in last:
             argument = head if sep else None
             for part in filter(None, (p.strip() for p in last.split(","))):
                 key, eq, value = part.partition("=")
                 if not eq or not key or not value:
                     raise UserError(f"cannot read player option {part!r} in {text!r}; write key=value")
+                if key.strip() in options:
+                    raise UserError(f"player option {key.strip()} is given twice in {text!r}")
                 options[key.strip()] = value.strip()
     return PlayerSpec(name.strip().lower(), argument or None, options)
 
