@@ -115,13 +115,7 @@ def open_run(config: Config | None, run_dir: Path | None, command: list[str]) ->
         raise UserError(f"{run_dir} exists and is not a run folder (no config.toml); choose a new --run-dir")
     if config is None:
         raise UserError("no config to start a new run with")
-    game = games.make_from_spec(config.game.spec)  # fail before creating anything
-    if device_problem(config.run.device):
-        raise UserError(f"run.device={device_problem(config.run.device)} (--device)")
-    ladder_evaluator(game, config, config.run.device).check()
-    config.network.validate(game)
-    if not config.run.device.startswith("cuda"):
-        autocast_dtype(config.train.mixed_precision, config.run.device)
+    game = check_new_run(config)  # fail before creating anything
     run_dir = run_dir or new_run_dir(game.name)
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -130,6 +124,20 @@ def open_run(config: Config | None, run_dir: Path | None, command: list[str]) ->
     atomic_write_text(run_dir / "config.toml", config.to_toml())
     write_provenance(run_dir, command)
     return config, run_dir, False
+
+
+def check_new_run(config: Config) -> games.Game:
+    """The game of a new run of `config`; UserError for anything that run could not do on this
+    machine (the game's options, the network's heads, the device, the ladder's players), checked
+    before its folder is made (and by ablations before any of their runs)."""
+    game = games.make_from_spec(config.game.spec)
+    config.network.validate(game)
+    if device_problem(config.run.device):
+        raise UserError(f"run.device={device_problem(config.run.device)} (--device)")
+    if not config.run.device.startswith("cuda"):
+        autocast_dtype(config.train.mixed_precision, config.run.device)
+    ladder_evaluator(game, config, config.run.device).check()
+    return game
 
 
 def ladder_evaluator(game, config: Config, device: str) -> LadderEvaluator:

@@ -66,17 +66,36 @@ def test_a_plan_is_checked_before_anything_runs():
         plan(preset="nim")
     with pytest.raises(UserError, match="--opening-plies must be at least 0"):
         plan(opening_plies=-1)
+    # what would fail only after a run has trained: a run's config, a yardstick's player, the budget
+    with pytest.raises(UserError, match="training budget must be a positive number"):
+        plan(minutes=float("nan"), iterations=None)
+    with pytest.raises(UserError, match="--sims must be at least 1"):
+        plan(simulations=0)
+    with pytest.raises(UserError, match=r"run.seed=-1 is out of range"):
+        plan(seeds=[-1])
+    with pytest.raises(UserError, match="run.seed=5: every arm plays the same game .* seeds from --seeds"):
+        plan(arms=["base:", "fixed:run.seed=5"])
+    with pytest.raises(UserError, match=r"--arm 'far:evaluation.ladder=uct:10:depth=3': evaluation.ladder: "
+                                        r"'uct:10:depth=3': uct: unknown option depth"):
+        plan(arms=["base:", "far:evaluation.ladder=uct:10:depth=3"])
+    with pytest.raises(UserError, match=r"yardstick 'uct:-5': uct: iterations=-5 is out of range"):
+        plan(yardsticks=["uct:-5"])
+    with pytest.raises(UserError, match=r"yardstick 'az:nowhere.pt': checkpoint not found"):
+        plan(yardsticks=["az:nowhere.pt"])
 
 
 def test_matches_against_engines_without_randomness_open_with_random_plies(tmp_path):
     from azero.ablation import Ablation, Plan
+    from azero.ablation.plan import DEFAULT_YARDSTICKS, GNUGO
 
-    go = plan(preset="go", arms=["base:"], seeds=[0])
-    assert go.opening_plies == 2 and plan(preset="othello").opening_plies == 4 and plan().opening_plies == 0
+    # (yardsticks that need no engine: a plan makes each yardstick's player once, to check it)
+    go = plan(preset="go", arms=["base:"], seeds=[0], yardsticks=["random"])
+    assert plan(preset="othello", yardsticks=["random"]).opening_plies == 4 and plan().opening_plies == 0
+    assert go.opening_plies == 2 and DEFAULT_YARDSTICKS["go"][-1] == GNUGO.format(level=10)
     ablation = Ablation(tmp_path / "go", go)
     ablation.run_dir(go.arms[0], 0).mkdir(parents=True)
     (ablation.run_dir(go.arms[0], 0) / "config.toml").write_text('[game]\nspec = "go:size=7,komi=7.5"\n')
-    command = ablation.yardstick_command(go.arms[0], 0, go.yardsticks[-1])
+    command = ablation.yardstick_command(go.arms[0], 0, GNUGO.format(level=10))
     assert command[command.index("--opening-plies") + 1] == "2" and "gnugo" in command[command.index("--b") + 1]
     old = go.to_dict()
     del old["opening_plies"]  # a plan saved before the option: its matches had no random opening
@@ -91,6 +110,25 @@ def test_a_plan_may_grow_by_arms_and_seeds_only():
     assert "iterations" in plan(iterations=2).extends(saved)
     assert "arm wide" in plan(arms=["base:", "wide:network.channels=40"]).extends(saved)
     assert "seeds" in plan(seeds=[1]).extends(saved)
+    # the first arm is every head-to-head match's opponent: the arms keep their order
+    assert "the arms are base, wide there" in plan(arms=["wide:network.channels=48", "base:"]).extends(saved)
+
+
+def test_a_damaged_state_file_or_an_out_that_is_a_file_is_one_clear_error(tmp_path):
+    from azero.ablation import Ablation
+
+    folder = tmp_path / "out"
+    Ablation(folder, plan()).save()
+    text = (folder / "ablation.json").read_text()
+    for damage in (text[:100], "", "[1, 2]", '{"runs": {}}', text.replace('"arms"', '"arms_"')):
+        (folder / "ablation.json").write_text(damage)
+        with pytest.raises(UserError, match=r"ablation.json is damaged \(.*\); restore it from a copy"):
+            Ablation.open(folder)
+        with pytest.raises(UserError, match="ablation.json is damaged"):
+            Ablation(folder, plan())
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(UserError, match="is a file, not a folder"):
+        Ablation(tmp_path / "a-file", plan())
 
 
 def test_head_to_head_matches_open_with_random_plies_and_may_be_added_to_a_plan(tmp_path):
@@ -99,7 +137,8 @@ def test_head_to_head_matches_open_with_random_plies_and_may_be_added_to_a_plan(
     with pytest.raises(UserError, match="--head-to-head is a number of games"):
         plan(head_to_head=1)
     assert plan(head_to_head=10).head_to_head_opening_plies() == 2  # two networks: never the same few games
-    assert plan(preset="othello", head_to_head=10).head_to_head_opening_plies() == 4  # the plan's, if more
+    othello = plan(preset="othello", head_to_head=10, yardsticks=["random"])
+    assert othello.head_to_head_opening_plies() == 4  # the plan's, if more
     saved = plan()
     assert plan(head_to_head=200).extends(saved) is None  # matches added to a plan that had none
     assert "head_to_head is 200 there, 100 here" in plan(head_to_head=100).extends(plan(head_to_head=200))

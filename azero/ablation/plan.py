@@ -9,8 +9,11 @@ azero/judge.py) or any player spec, which the final network then plays a match a
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass, field
+
+import games
 
 from games.options import Option, read_options
 
@@ -47,6 +50,11 @@ JUDGE_OPTIONS = {
     "min_plies": Option(DEFAULT_MIN_PLIES, int, low=0, help="fewest random moves before a position"),
     "max_plies": Option(DEFAULT_MAX_PLIES, int, low=0, help="most random moves before a position"),
 }
+
+def _key(override: str) -> str:
+    """'run.seed' of the override 'run.seed=3'."""
+    return override.partition("=")[0].strip()
+
 
 ARM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 # a comma that starts the next override (section.key=), not one inside a value such as a ladder
@@ -93,17 +101,22 @@ def judge_options(yardstick: str) -> dict | None:
     return options
 
 
-def check_yardstick(yardstick: str) -> None:
-    """UserError for a yardstick that is neither the judge nor a registered player's spec."""
+def check_yardstick(yardstick: str, game) -> None:
+    """UserError for a yardstick that is neither the judge nor a player of `game` (the player is
+    made and closed here: a bad spec, a missing engine or checkpoint fails before any training)."""
     if judge_options(yardstick) is not None:
         return
-    from ..players import REGISTRY, parse_spec
+    from ..players import REGISTRY, make, parse_spec
 
     name = yardstick.strip().partition(":")[0].strip().lower()
     if name not in REGISTRY:
         parse_spec(yardstick)
         raise UserError(f"yardstick {yardstick!r}: neither judge[:...] nor a player spec (players: "
                         f"{', '.join(REGISTRY)})")
+    try:
+        make(yardstick, game).close()
+    except UserError as error:
+        raise UserError(f"yardstick {yardstick!r}: {error}") from None
 
 
 @dataclass
@@ -138,8 +151,9 @@ class Plan:
         """UserError for anything wrong before anything runs: arms' configs, yardsticks, budgets."""
         if (self.minutes is None) == (self.iterations is None):
             raise UserError("give one training budget: --minutes M or --iterations N")
-        if self.minutes is not None and self.minutes <= 0 or self.iterations is not None and self.iterations < 1:
-            raise UserError("the training budget must be positive")
+        if self.minutes is not None and not 0 < self.minutes < math.inf or \
+                self.iterations is not None and self.iterations < 1:
+            raise UserError("the training budget must be a positive number")
         if not self.arms:
             raise UserError("give at least one --arm NAME:OVERRIDES (base: for the preset itself)")
         names = [arm.name for arm in self.arms]
@@ -149,16 +163,32 @@ class Plan:
             raise UserError("give distinct seeds, e.g. --seeds 0,1")
         if self.games < 2:
             raise UserError("--games must be at least 2")
+        if self.simulations < 1:
+            raise UserError("--sims must be at least 1")
         if self.opening_plies < 0:
             raise UserError("--opening-plies must be at least 0")
         if self.head_to_head < 0 or self.head_to_head == 1:
             raise UserError("--head-to-head is a number of games: 0 (none) or at least 2")
         if not self.yardsticks:
             raise UserError(f"no yardstick for preset {self.preset!r}: give --yardstick judge or a player spec")
-        for arm in self.arms:
-            load_config(game=self.preset, overrides=[*self.overrides, *arm.overrides])
+        fixed = [text for text in self.overrides if _key(text) == "run.seed"]
+        fixed += [text for arm in self.arms for text in arm.overrides if _key(text) in ("run.seed", "game.spec")]
+        if fixed:
+            raise UserError(f"{fixed[0]}: every arm plays the same game (the preset's, or --set game.spec=...) "
+                            "and its runs take their seeds from --seeds")
+        from ..loop import check_new_run
+
+        for seed in self.seeds:  # (a seed out of range is a config error)
+            load_config(game=self.preset, overrides=[*self.overrides, f"run.seed={seed}"])
+        for arm in self.arms:  # what train.py checks before it makes a run folder
+            try:
+                config = load_config(game=self.preset, overrides=[*self.overrides, *arm.overrides])
+                check_new_run(config)
+            except UserError as error:
+                raise type(error)(f"--arm {arm.text()!r}: {error}") from None
+        game = games.make_from_spec(config.game.spec)
         for yardstick in self.yardsticks:
-            check_yardstick(yardstick)
+            check_yardstick(yardstick, game)
 
     def runs(self) -> list[tuple[Arm, int]]:
         """(arm, seed) in the order they run: every arm for the first seed, then for the next."""
@@ -195,6 +225,10 @@ class Plan:
                 return f"arm {arm.name} is missing here"
             if arms[arm.name] != arm:
                 return f"arm {arm.name} is {arm.text()!r} there, {arms[arm.name].text()!r} here"
+        if [arm.name for arm in self.arms[:len(saved.arms)]] != [arm.name for arm in saved.arms]:
+            # (the first arm is the head-to-head matches' opponent; new arms come after the old)
+            return (f"the arms are {', '.join(a.name for a in saved.arms)} there, in that order, "
+                    f"{', '.join(a.name for a in self.arms)} here")
         if not set(saved.seeds) <= set(self.seeds):
             return f"seeds are {saved.seeds} there, {self.seeds} here"
         return None

@@ -64,10 +64,12 @@ class Ablation:
         self.folder, self.plan, self.log = Path(folder), plan, log
         self.terminated = False  # a SIGTERM came (sent to this process alone: the command in progress is told)
         self.state: dict = {"plan": plan.to_dict(), "runs": {}, "commands": []}
+        if self.folder.exists() and not self.folder.is_dir():
+            raise UserError(f"--out {self.folder} is a file, not a folder")
         path = self.folder / STATE
         if path.exists():
-            saved = json.loads(path.read_text())
-            difference = plan.extends(Plan.from_dict(saved["plan"]))
+            saved, saved_plan = read_state(path)
+            difference = plan.extends(saved_plan)
             if difference:
                 raise UserError(f"{self.folder} holds another ablation ({difference}); choose a new --out, or "
                                 f"give only --out {self.folder} to continue it")
@@ -83,7 +85,7 @@ class Ablation:
         path = Path(folder) / STATE
         if not path.exists():
             raise UserError(f"{path} not found: give the plan (--game, --arm, a budget) to start an ablation there")
-        return Ablation(folder, Plan.from_dict(json.loads(path.read_text())["plan"]), log=log)
+        return Ablation(folder, read_state(path)[1], log=log)
 
     def add_head_to_head(self, games: int) -> None:
         """Have this ablation (opened to continue it) play head-to-head matches of `games` games:
@@ -287,6 +289,19 @@ def _stop(process: subprocess.Popen, *, forward: bool) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def read_state(path: Path) -> tuple[dict, Plan]:
+    """An ablation's saved state and its plan; UserError if the file is not one save() wrote."""
+    try:
+        saved = json.loads(path.read_text())
+        if not isinstance(saved, dict) or not isinstance(saved.get("runs"), dict) \
+                or not isinstance(saved.get("commands"), list):
+            raise ValueError("not an ablation's state")
+        return saved, Plan.from_dict(saved["plan"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:  # (UserError is a ValueError)
+        reason = error.strerror if isinstance(error, OSError) else str(error) or type(error).__name__
+        raise UserError(f"{path} is damaged ({reason}); restore it from a copy, or choose a new --out") from None
 
 
 def trained_minutes(run_dir: Path) -> float:

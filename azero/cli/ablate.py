@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--arm", action="append", default=[], metavar="NAME:KEY=VALUE,...",
                         help="an arm: a name and its --set overrides, e.g. base: or "
                         "gumbel:search.algorithm=gumbel,search.simulations=16 (repeatable)")
-    parser.add_argument("--seeds", default="0", help="run.seed of each arm's runs, e.g. 0,1 (default 0)")
+    parser.add_argument("--seeds", help="run.seed of each arm's runs, e.g. 0,1 (default 0)")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--minutes", type=float, help="minutes of training per run")
     budget.add_argument("--iterations", type=int, help="iterations of training per run")
@@ -77,16 +77,20 @@ def main(argv=None) -> int:
     planned = args.game or args.arm or args.minutes is not None or args.iterations is not None
     if planned:
         if not args.game:
-            parser.error("give --game PRESET with the arms")
-        plan = make_plan(args.game, args.arm, _seeds(args.seeds), minutes=args.minutes, iterations=args.iterations,
-                         overrides=args.set, yardsticks=args.yardstick, games=args.games or 40,
+            parser.error("give --game PRESET with the arms" if not (args.out / "ablation.json").exists() else
+                         "continuing an ablation keeps its plan: give --out alone; to add arms or seeds, give the "
+                         "whole plan again (--game, every --arm, the budget) with them")
+        plan = make_plan(args.game, args.arm, _seeds(args.seeds or "0"), minutes=args.minutes,
+                         iterations=args.iterations, overrides=args.set, yardsticks=args.yardstick,
+                         games=40 if args.games is None else args.games,
                          simulations=args.sims, opening_plies=args.opening_plies,
                          head_to_head=args.head_to_head or 0)
         ablation = Ablation(args.out, plan, log=log)
     else:
         if args.set or args.yardstick or args.sims is not None or args.games is not None \
-                or args.opening_plies is not None:
-            parser.error("continuing an ablation keeps its plan: give --out alone (or with --head-to-head)")
+                or args.opening_plies is not None or args.seeds is not None:
+            parser.error("continuing an ablation keeps its plan: give --out alone (or with --head-to-head); "
+                         "to add arms or seeds, give the whole plan again with them")
         ablation = Ablation.open(args.out, log=log)
         if args.head_to_head is not None:
             ablation.add_head_to_head(args.head_to_head)
