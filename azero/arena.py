@@ -22,9 +22,10 @@ import torch
 from tqdm import tqdm
 
 from games import NO_ACTION, Game, sample_uniform_legal
-from games.random import fold, make_keys
+from games.random import fold, keys_of
 
 from .elo import match_elo
+from .errors import UserError
 from .player import RESIGN, Player
 
 
@@ -91,6 +92,9 @@ class MatchResult:
         return "\n".join(rows)
 
 
+MAX_BATCH = 1024  # games played at once unless the caller says otherwise
+
+
 def play_match(
     game: Game,
     player_a: Player,
@@ -105,8 +109,8 @@ def play_match(
     record_moves: bool = False,
     opening_plies: int = 0,
 ) -> MatchResult:
-    """Play `num_games` games of A against B, `batch` at a time (all at once by default;
-    one at a time if a player plays one game at a time). `record_moves` keeps the moves.
+    """Play `num_games` games of A against B, `batch` at a time (by default all at once, up to
+    MAX_BATCH; one at a time if a player plays one game at a time). `record_moves` keeps the moves.
 
     `opening_plies` random moves start every game, so that two deterministic players do
     not just repeat two games; games 2k and 2k + 1 share their opening, each player taking
@@ -114,7 +118,9 @@ def play_match(
     """
     if num_games < 1:
         raise ValueError("a match needs at least one game")
-    batch = batch or num_games
+    if batch is not None and batch < 1:
+        raise ValueError("a match plays at least one game at a time")
+    batch = min(batch or MAX_BATCH, num_games)
     if any(getattr(player, "one_game_at_a_time", False) for player in (player_a, player_b)):
         batch = 1
     records: list[GameRecord] | None = [] if record_moves else None
@@ -150,9 +156,9 @@ def _play_batch(game, player_a, player_b, ids, seed, device, bar, opening_plies=
     each game as lists, resigned bool [n]).
     """
     n = ids.numel()
-    keys = fold(make_keys(seed, int(ids.max()) + 1, device)[ids], 0)
+    keys = fold(keys_of(seed, ids), 0)
     pairs = torch.div(ids, 2, rounding_mode="floor")  # a pair of games shares its opening
-    opening_keys = fold(make_keys(seed, int(pairs.max()) + 1, device)[pairs], 0)
+    opening_keys = fold(keys_of(seed, pairs), 0)
     seat_a = (ids % 2).long()  # A moves first (seat 0) in even games
     for p in (player_a, player_b):
         p.reset()
@@ -181,6 +187,9 @@ def _play_batch(game, player_a, player_b, ids, seed, device, bar, opening_plies=
         history.append(action)
         state = game.step(state, action)
         ply += 1
+        if ply <= opening_plies and bool(state.done.any()):
+            raise UserError(f"{opening_plies} random opening moves finished a game of {game.spec} before the "
+                            "players moved; open with fewer plies")
         done_now = int(state.done.sum())
         bar.update(done_now - done_before)
         done_before = done_now

@@ -38,8 +38,12 @@ def _hash32(x: torch.Tensor) -> torch.Tensor:
 
 def make_keys(seed: int, batch: int, device="cpu") -> torch.Tensor:
     """Keys for `batch` games from one seed: long [B]."""
-    rows = torch.arange(batch, dtype=torch.long, device=device)
-    return fold(torch.full((batch,), int(seed) & _MASK32, dtype=torch.long, device=device), rows)
+    return keys_of(seed, torch.arange(batch, dtype=torch.long, device=device))
+
+
+def keys_of(seed: int, rows: torch.Tensor) -> torch.Tensor:
+    """Rows `rows` (long [n]) of make_keys(seed, ...), without making the others: long [n]."""
+    return fold(torch.full(rows.shape, int(seed) & _MASK32, dtype=torch.long, device=rows.device), rows)
 
 
 def fold(keys: torch.Tensor, data) -> torch.Tensor:

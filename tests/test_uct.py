@@ -187,6 +187,8 @@ def test_match_games_do_not_depend_on_the_batch_they_ran_in():
         two_by_two.draws,
         two_by_two.plies,
     )
+    with pytest.raises(ValueError, match="at least one game at a time"):  # (evaluate.py: --batch must be ...)
+        play_match(game, make("random", game), make("random", game), 6, batch=-1, progress=False)
 
 
 def test_match_elo_is_symmetric_and_finite_for_a_clean_sweep():
@@ -277,6 +279,10 @@ def test_evaluate_opening_plies_break_up_repeated_games():
     assert opened["a_wins"] == opened["b_wins"] and opened["a_wins_first"] == opened["b_wins_first"]
     bad = subprocess.run(cmd + ["--opening-plies", "-1"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--opening-plies must be at least 0" in bad.stderr
+    # an opening that ends games would score games neither player played
+    bad = subprocess.run(cmd + ["--opening-plies", "9"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr == ("error: 9 random opening moves finished a game of tictactoe "
+                                                  "before the players moved; open with fewer plies\n")
 
 
 def test_evaluate_script_prints_json_and_user_errors_are_one_line():

@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--b", required=True, metavar="SPEC", help='player B, e.g. gtp:"gnugo --mode gtp --level 1"')
     parser.add_argument("--games", type=int, default=DEFAULT_GAMES, help=f"number of games (default {DEFAULT_GAMES})")
     parser.add_argument("--batch", type=int, default=None,
-                        help="games played at once (default: all; one at a time with a gtp player)")
+                        help="games played at once (default: all, up to 1024; one at a time with a gtp player)")
     parser.add_argument("--opening-plies", type=int, default=0, metavar="N",
                         help="N uniformly random moves start every game, so that players without randomness "
                         "(az:, GNU Go) do not repeat games; games 1 and 2 share their opening with colours "
@@ -55,6 +55,8 @@ def main(argv=None) -> int:
         parser.error("--games must be at least 1")
     if args.opening_plies < 0:
         parser.error("--opening-plies must be at least 0")
+    if args.batch is not None and args.batch < 1:
+        parser.error("--batch must be at least 1")
     game = games.make_from_spec(args.game)
     if args.sgf:
         from ..sgf import check_supported
