@@ -46,6 +46,7 @@ from .faults import fault
 from .metrics import METRICS, read_metrics
 from .network import PolicyValueNet, device_problem, precision_problem
 from .replay import ReplayBuffer, prune, restore, save_chunk
+from .search import memory, node_bytes
 from .selfplay import Samples, SelfPlay, stored_fields
 from .trainer import Trainer, autocast_dtype
 
@@ -136,6 +137,12 @@ def check_new_run(config: Config) -> games.Game:
         raise UserError(f"run.device={device_problem(config.run.device)} (--device)")
     if not config.run.device.startswith("cuda"):
         autocast_dtype(config.train.mixed_precision, config.run.device)
+    try:  # self-play's trees: every game's search at once
+        memory.check_tree_size(config.selfplay.games, config.search.simulations + 1,
+                               node_bytes(game.initial_state(1), game.num_actions, with_prior=True))
+    except memory.TreeTooLarge as error:
+        raise UserError(f"selfplay.games={config.selfplay.games} with search.simulations="
+                        f"{config.search.simulations}: {error}") from None
     ladder_evaluator(game, config, config.run.device).check()
     return game
 

@@ -135,6 +135,8 @@ def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
         # a ladder rung is made before the folder is, not at the first evaluation
         (["--game", "tictactoe", "--set", "evaluation.ladder=uct:100:bogus=1"],
          "evaluation.ladder: 'uct:100:bogus=1': uct: unknown option bogus"),
+        (["--game", "tictactoe", "--set", "selfplay.games=1000000000"], "selfplay.games=1000000000 with "
+         "search.simulations=32: this search needs"),
         # a run that fails before its first checkpoint takes its new folder with it
         ([*TINY, "--set", "train.learning_rate=1e30"], "training diverged at step 1"),
     ):
