@@ -127,8 +127,9 @@ def test_a_damaged_state_file_or_an_out_that_is_a_file_is_one_clear_error(tmp_pa
         with pytest.raises(UserError, match="ablation.json is damaged"):
             Ablation(folder, plan())
     (tmp_path / "a-file").write_text("")
-    with pytest.raises(UserError, match="is a file, not a folder"):
-        Ablation(tmp_path / "a-file", plan())
+    for out in (tmp_path / "a-file", tmp_path / "a-file" / "sub"):
+        with pytest.raises(UserError, match=f"--out {out}: {tmp_path / 'a-file'} is a file, not a folder"):
+            Ablation(out, plan())
 
 
 def test_head_to_head_matches_open_with_random_plies_and_may_be_added_to_a_plan(tmp_path):

@@ -64,8 +64,9 @@ class Ablation:
         self.folder, self.plan, self.log = Path(folder), plan, log
         self.terminated = False  # a SIGTERM came (sent to this process alone: the command in progress is told)
         self.state: dict = {"plan": plan.to_dict(), "runs": {}, "commands": []}
-        if self.folder.exists() and not self.folder.is_dir():
-            raise UserError(f"--out {self.folder} is a file, not a folder")
+        existing = next(path for path in (self.folder, *self.folder.absolute().parents) if path.exists())
+        if not existing.is_dir():
+            raise UserError(f"--out {self.folder}: {existing} is a file, not a folder")
         path = self.folder / STATE
         if path.exists():
             saved, saved_plan = read_state(path)
