@@ -171,7 +171,7 @@ def _play_batch(game, player_a, player_b, ids, seed, device, bar, opening_plies=
     while not bool(state.done.all()):
         action = torch.full((n,), NO_ACTION, dtype=torch.long, device=device)
         if ply < opening_plies:
-            action = sample_uniform_legal(game.legal_mask(state), fold(opening_keys, 1000 + ply))
+            action = opening_moves(game, state, fold(opening_keys, 1000 + ply), opening_plies)
         else:
             for tag, (player, seat) in enumerate(((player_a, seat_a), (player_b, 1 - seat_a))):
                 rows = (~state.done & (state.to_play == seat)).nonzero().squeeze(1)
@@ -187,15 +187,38 @@ def _play_batch(game, player_a, player_b, ids, seed, device, bar, opening_plies=
         history.append(action)
         state = game.step(state, action)
         ply += 1
-        if ply <= opening_plies and bool(state.done.any()):
-            raise UserError(f"{opening_plies} random opening moves finished a game of {game.spec} before the "
-                            "players moved; open with fewer plies")
         done_now = int(state.done.sum())
         bar.update(done_now - done_before)
         done_before = done_now
     table = torch.stack(history, dim=1).tolist() if history else [[] for _ in range(n)]  # [n, plies]
     moves = [[a for a in row if a != NO_ACTION] for row in table]
     return torch.where(resigned, resign_result, game.result(state)), plies, moves, resigned
+
+
+def opening_moves(game: Game, state, keys: torch.Tensor, plies: int) -> torch.Tensor:
+    """A uniformly random legal move of each game (long [n]) among those that do not end it: an
+    opening is for the players to play out (a pass after a pass in Go, the last cell of
+    tic-tac-toe). UserError where every legal move ends the game (too many opening plies)."""
+    legal = game.legal_mask(state)
+    action = sample_uniform_legal(legal, keys)
+    for attempt in range(1, game.num_actions + 1):
+        ends = game.step(state, action).done & ~state.done
+        if not bool(ends.any()):
+            return action
+        legal[ends, action[ends]] = False  # draw again among the other moves
+        if bool((ends & ~legal.any(dim=1)).any()):
+            raise UserError(f"{plies} random opening moves cannot avoid finishing a game of {game.spec} before the "
+                            "players move; open with fewer plies")
+        action = torch.where(ends, sample_uniform_legal(legal, fold(keys, attempt)), action)
+    return action
+
+
+def check_opening(game: Game, plies: int, games: int = 16) -> None:
+    """UserError if random openings of `plies` plies (as matches play them) end `game` on their own."""
+    state = game.initial_state(games)
+    keys = keys_of(0, torch.arange(games))
+    for ply in range(plies):
+        state = game.step(state, opening_moves(game, state, fold(keys, 1000 + ply), plies))
 
 
 def _resign(state, gave_up: torch.Tensor):

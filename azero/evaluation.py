@@ -22,8 +22,8 @@ from games import Game
 from .arena import play_match
 from .config import EvaluationConfig
 from .elo import ladder
-from .errors import UserError
 from .network import PolicyValueNet
+from .players import check_spec
 from .players import make as make_player
 from .players.az import AZPlayer
 
@@ -44,10 +44,7 @@ class LadderEvaluator:
         """UserError for a rung that names no player this game can have (made and closed here,
         so that a bad ladder fails at the start of a run, not at its first evaluation)."""
         for rung in self.rungs:
-            try:
-                make_player(rung, self.game, device=self.device, seed=self.seed).close()
-            except UserError as error:
-                raise UserError(f"evaluation.ladder: {rung!r}: {error}") from None
+            check_spec(rung, self.game, "evaluation.ladder rung", device=self.device, seed=self.seed)
 
     @property
     def anchor(self) -> str:

@@ -41,13 +41,14 @@ from .checkpoint import (TEMPORARY_SUFFIX, atomic_save, atomic_write_text, load_
                          remove_temporary_files)
 from .config import Config, config_from_dict, differences, read_toml, toml_text
 from .errors import UserError
+from .arena import check_opening
 from .evaluation import LadderEvaluator
 from .faults import fault
 from .metrics import METRICS, read_metrics
 from .network import PolicyValueNet, device_problem, precision_problem
 from .replay import ReplayBuffer, prune, restore, save_chunk
 from .search import memory, node_bytes
-from .selfplay import Samples, SelfPlay, stored_fields
+from .selfplay import Samples, SelfPlay, stored_fields, tree_nodes
 from .trainer import Trainer, autocast_dtype
 
 REPO = Path(__file__).resolve().parent.parent  # the source checkout, when azero runs from one
@@ -93,9 +94,12 @@ def write_provenance(run_dir: Path, command: list[str]) -> None:
         atomic_write_text(run_dir / "provenance.diff", diff)
 
 
-def open_run(config: Config | None, run_dir: Path | None, command: list[str]) -> tuple[Config, Path, bool]:
-    """(config, folder, resuming). A folder holding config.toml is resumed with its own config;
-    a config given for it too (the command that started the run, typed again) must agree with it."""
+def open_run(config: Config | None, run_dir: Path | None,
+             command: list[str]) -> tuple[Config, Path, bool, set[str] | None]:
+    """(config, folder, resuming, before). A folder holding config.toml is resumed with its own
+    config; a config given for it too (the command that started the run, typed again) must agree
+    with it. `before`: for a new run in a folder that existed, the names it held then (only files
+    a crashed atomic write left); None for a resumed run or a folder made here."""
     if run_dir is not None and run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"--run-dir {run_dir} is a file, not a folder")
     if run_dir is not None and (run_dir / "config.toml").exists():
@@ -111,20 +115,21 @@ def open_run(config: Config | None, run_dir: Path | None, command: list[str]) ->
                             + f"\nto continue the run as it is, run: python scripts/train.py --run-dir {run_dir} "
                             "(without --game, --config, --set, --device, --seed); to train with these settings, "
                             "give a new --run-dir")
-        return saved, run_dir, True
+        return saved, run_dir, True, None
     if run_dir is not None and run_dir.exists() and any(not _temporary(p) for p in run_dir.iterdir()):
         raise UserError(f"{run_dir} exists and is not a run folder (no config.toml); choose a new --run-dir")
     if config is None:
         raise UserError("no config to start a new run with")
     game = check_new_run(config)  # fail before creating anything
     run_dir = run_dir or new_run_dir(game.name)
+    before = {p.name for p in run_dir.iterdir()} if run_dir.exists() else None
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:  # a file in the way, no permission
         raise UserError(f"cannot make the run folder {run_dir}: {error.strerror or error}") from None
     atomic_write_text(run_dir / "config.toml", config.to_toml())
     write_provenance(run_dir, command)
-    return config, run_dir, False
+    return config, run_dir, False, before
 
 
 def check_new_run(config: Config) -> games.Game:
@@ -133,18 +138,28 @@ def check_new_run(config: Config) -> games.Game:
     before its folder is made (and by ablations before any of their runs)."""
     game = games.make_from_spec(config.game.spec)
     config.network.validate(game)
-    if device_problem(config.run.device):
-        raise UserError(f"run.device={device_problem(config.run.device)} (--device)")
+    check_device(config)
     if not config.run.device.startswith("cuda"):
         autocast_dtype(config.train.mixed_precision, config.run.device)
-    try:  # self-play's trees: every game's search at once
-        memory.check_tree_size(config.selfplay.games, config.search.simulations + 1,
+    try:  # self-play's trees: every game's search at once (in this process; Ray actors each hold their own)
+        memory.check_tree_size(config.selfplay.games, tree_nodes(config.search),
                                node_bytes(game.initial_state(1), game.num_actions, with_prior=True))
     except memory.TreeTooLarge as error:
         raise UserError(f"selfplay.games={config.selfplay.games} with search.simulations="
                         f"{config.search.simulations}: {error}") from None
+    check_opening(game, config.evaluation.opening_plies)
     ladder_evaluator(game, config, config.run.device).check()
     return game
+
+
+def check_device(config: Config) -> None:
+    """UserError unless this machine has the run's device and its search can run there in its precision."""
+    problem = device_problem(config.run.device)
+    if problem:
+        raise UserError(f"run.device={problem}")
+    problem = precision_problem(config.search.precision, config.run.device)
+    if problem:
+        raise UserError(f"search.precision {problem}")
 
 
 def ladder_evaluator(game, config: Config, device: str) -> LadderEvaluator:
@@ -167,13 +182,8 @@ class Run:
         self.config, self.dir, self.progress, self.log = config, run_dir, progress, log
         if config.run.threads:
             torch.set_num_threads(config.run.threads)
-        device = config.run.device
-        if device_problem(device):
-            raise UserError(f"run.device={device_problem(device)} (--device)")
-        problem = precision_problem(config.search.precision, device)
-        if problem:
-            raise UserError(f"search.precision {problem}")
-        self.device = device
+        check_device(config)
+        device = self.device = config.run.device
         torch.manual_seed(config.run.seed)
         self.game = games.make_from_spec(config.game.spec)
         self.net = PolicyValueNet(config.network, self.game).to(device).eval()
@@ -366,12 +376,12 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
     `source(run)`, when given, builds the run's source of samples (azero/distributed/'s actors);
     by default self-play runs in this process.
     """
-    config, run_dir, resuming = open_run(config, run_dir, command or sys.argv)
+    config, run_dir, resuming, before = open_run(config, run_dir, command or sys.argv)
     try:
         run = Run(config, run_dir, progress=progress, log=log)
     except Exception:
         if not resuming:
-            _discard(run_dir)
+            _discard(run_dir, before)
         raise
     if resuming:
         log(f"resuming {run_dir} at iteration {run.iteration} ({run.positions} positions, buffer {len(run.buffer)})")
@@ -379,7 +389,7 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
         log(f"new run in {run_dir}")
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     # a new run that fails before its first checkpoint leaves no folder (but a full disk keeps it, to continue)
-    discard_on_failure = not resuming
+    discard_on_failure, failed = not resuming, False
     session_start = time.monotonic()
     last_duration = 0.0  # of the last iteration, without its evaluation
     try:
@@ -407,19 +417,31 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
         raise UserError(f"cannot write the run's files: {error.strerror or error}{where}. {run_dir} holds "
                         f"iteration {run.saved_iteration}, intact; once that is fixed, continue with: "
                         f"python scripts/train.py --run-dir {run_dir}") from None
+    except Exception:
+        failed = True
+        raise
     finally:
         signal.signal(signal.SIGTERM, previous)
         run.source.close()
         run.writer.close()
-        if discard_on_failure and run.saved_iteration == 0 and isinstance(sys.exc_info()[1], Exception):
-            _discard(run_dir)
+        if failed and discard_on_failure and run.saved_iteration == 0:
+            _discard(run_dir, before)
     return run_dir
 
 
-def _discard(run_dir: Path) -> None:
-    """Remove a run folder this command made when the run failed before saving anything (a run
-    folder holding only a config would make every later command with it fail the same way)."""
-    shutil.rmtree(run_dir, ignore_errors=True)
+def _discard(run_dir: Path, before: set[str] | None) -> None:
+    """Remove what this command wrote for a new run that failed before saving anything (a run
+    folder holding only a config would make every later command with it fail the same way):
+    the folder, if it made it, else the entries it added."""
+    if before is None:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return
+    for path in run_dir.iterdir():
+        if path.name not in before:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
 
 
 def _summary_line(record: dict) -> str:

@@ -22,6 +22,7 @@ Two solvers stand behind it:
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -132,4 +133,10 @@ def make_oracle(game: Game) -> Oracle:
     """BitBully for standard Connect Four, exhaustive search for games small enough; else a UserError."""
     if game == standard_connect_four():
         return ConnectFourOracle(game)
+    return _exhaustive(game)
+
+
+@functools.lru_cache(maxsize=4)
+def _exhaustive(game: Game) -> ExhaustiveOracle:
+    """One solved game per process (it never changes): players, judges and plan checks share it."""
     return ExhaustiveOracle(game)

@@ -199,6 +199,12 @@ def game_samples(game: Game, final: State, planes: torch.Tensor, policy: torch.T
                    score=score, opponent_policy=opponent_policy, opponent_weight=opponent_weight)
 
 
+def tree_nodes(search: SearchConfig) -> int:
+    """Nodes of each self-play game's tree: one search, or two when the tree is kept for the next move."""
+    keep = search.reuse_tree and search.algorithm != "gumbel"
+    return 2 * search.simulations + 1 if keep else search.simulations + 1
+
+
 class SelfPlay:
     """B self-play games kept going across iterations."""
 
@@ -220,7 +226,7 @@ class SelfPlay:
         self.alpha = search.dirichlet_alpha or default_alpha(game)
         self.seed = seed
         self.rng = np.random.default_rng(seed)
-        self.capacity = 2 * search.simulations + 1 if self.reuse_tree else search.simulations + 1
+        self.capacity = tree_nodes(search)
         max_len = game.num_actions * 4 + 16
         self.max_len = max_len
         h, w = game.board_shape

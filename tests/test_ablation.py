@@ -75,13 +75,17 @@ def test_a_plan_is_checked_before_anything_runs():
         plan(seeds=[-1])
     with pytest.raises(UserError, match="run.seed=5: every arm plays the same game .* seeds from --seeds"):
         plan(arms=["base:", "fixed:run.seed=5"])
-    with pytest.raises(UserError, match=r"--arm 'far:evaluation.ladder=uct:10:depth=3': evaluation.ladder: "
+    with pytest.raises(UserError, match=r"--arm 'far:evaluation.ladder=uct:10:depth=3': evaluation.ladder rung "
                                         r"'uct:10:depth=3': uct: unknown option depth"):
         plan(arms=["base:", "far:evaluation.ladder=uct:10:depth=3"])
     with pytest.raises(UserError, match=r"yardstick 'uct:-5': uct: iterations=-5 is out of range"):
         plan(yardsticks=["uct:-5"])
     with pytest.raises(UserError, match=r"yardstick 'az:nowhere.pt': checkpoint not found"):
         plan(yardsticks=["az:nowhere.pt"])
+    with pytest.raises(UserError, match=r"yardstick 'judge': gomoku:size=8,k=5.* is too large to solve exactly"):
+        plan(preset="gomoku", yardsticks=["judge"])
+    with pytest.raises(UserError, match="9 random opening moves cannot avoid finishing a game of tictactoe"):
+        plan(opening_plies=9)
 
 
 def test_matches_against_engines_without_randomness_open_with_random_plies(tmp_path):

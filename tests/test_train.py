@@ -134,7 +134,7 @@ def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
         (["--game", "tictactoe", "--set", "search.noise_fraction=2"], "out of range; allowed: 0..1"),
         # a ladder rung is made before the folder is, not at the first evaluation
         (["--game", "tictactoe", "--set", "evaluation.ladder=uct:100:bogus=1"],
-         "evaluation.ladder: 'uct:100:bogus=1': uct: unknown option bogus"),
+         "evaluation.ladder rung 'uct:100:bogus=1': uct: unknown option bogus"),
         (["--game", "tictactoe", "--set", "selfplay.games=1000000000"], "selfplay.games=1000000000 with "
          "search.simulations=32: this search needs"),
         # a run that fails before its first checkpoint takes its new folder with it
@@ -164,3 +164,8 @@ def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
     out = train("--run-dir", str(damaged))
     assert out.returncode == 2 and f"{damaged / 'config.toml'} is damaged" in out.stderr
     assert sorted(p.name for p in damaged.iterdir()) == ["config.toml"]
+    # a folder the user made for the run stays when the run fails; only what the run wrote goes
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    out = train(*TINY, "--set", "train.learning_rate=1e30", "--iterations", "1", "--run-dir", str(mine))
+    assert out.returncode == 2 and "training diverged" in out.stderr and mine.is_dir() and not any(mine.iterdir())

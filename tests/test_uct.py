@@ -279,10 +279,31 @@ def test_evaluate_opening_plies_break_up_repeated_games():
     assert opened["a_wins"] == opened["b_wins"] and opened["a_wins_first"] == opened["b_wins_first"]
     bad = subprocess.run(cmd + ["--opening-plies", "-1"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--opening-plies must be at least 0" in bad.stderr
-    # an opening that ends games would score games neither player played
+    # an opening that must end games would score games neither player played
     bad = subprocess.run(cmd + ["--opening-plies", "9"], capture_output=True, text=True)
-    assert bad.returncode == 2 and bad.stderr == ("error: 9 random opening moves finished a game of tictactoe "
-                                                  "before the players moved; open with fewer plies\n")
+    assert bad.returncode == 2 and ("error: 9 random opening moves cannot avoid finishing a game of tictactoe "
+                                    "before the players move; open with fewer plies") in bad.stderr
+
+
+def test_random_openings_never_end_a_game_themselves():
+    from azero.arena import check_opening, opening_moves
+    from games.random import make_keys
+
+    go = games.make("go", size=5)
+    passed = go.step(go.initial_state(256), torch.full((256,), go.pass_action))  # a second pass would end it
+    moves = opening_moves(go, passed, make_keys(3, 256), 2)
+    assert not bool((moves == go.pass_action).any()) and not bool(go.step(passed, moves).done.any())
+    # where some legal moves end the game, the opening draws among the others, alike for both games of a pair
+    ttt = games.make("tictactoe")
+    state = ttt.initial_state(1)
+    for cell in (0, 3, 1, 4):  # X on 0 and 1, O on 3 and 4: X's 2 wins, O would win on 5
+        state = ttt.step(state, torch.tensor([cell]))
+    many = state.repeat_interleave(200)
+    moves = opening_moves(ttt, many, make_keys(0, 200), 5)
+    assert 2 not in moves.tolist() and set(moves.tolist()) == {5, 6, 7, 8}
+    check_opening(ttt, 4)
+    with pytest.raises(UserError, match="9 random opening moves cannot avoid finishing a game of tictactoe"):
+        check_opening(ttt, 9)
 
 
 def test_evaluate_script_prints_json_and_user_errors_are_one_line():

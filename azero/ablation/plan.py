@@ -13,12 +13,11 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 
-import games
 
 from games.options import Option, read_options
 
 from ..config import load_config
-from ..errors import UserError
+from ..errors import USER_ERRORS, UserError
 from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS
 
 # --capture-all-dead: our Go scores the final position as it stands (Tromp-Taylor), so GNU Go
@@ -102,21 +101,24 @@ def judge_options(yardstick: str) -> dict | None:
 
 
 def check_yardstick(yardstick: str, game) -> None:
-    """UserError for a yardstick that is neither the judge nor a player of `game` (the player is
-    made and closed here: a bad spec, a missing engine or checkpoint fails before any training)."""
+    """UserError for a yardstick that is neither the judge of a game it can solve nor a player of
+    `game` (made and closed here: a bad spec, a missing engine or checkpoint fails before any training)."""
     if judge_options(yardstick) is not None:
+        from ..oracle import make_oracle
+
+        try:
+            make_oracle(game)
+        except USER_ERRORS as error:
+            raise UserError(f"yardstick {yardstick!r}: {error}") from None
         return
-    from ..players import REGISTRY, make, parse_spec
+    from ..players import REGISTRY, check_spec, parse_spec
 
     name = yardstick.strip().partition(":")[0].strip().lower()
     if name not in REGISTRY:
         parse_spec(yardstick)
         raise UserError(f"yardstick {yardstick!r}: neither judge[:...] nor a player spec (players: "
                         f"{', '.join(REGISTRY)})")
-    try:
-        make(yardstick, game).close()
-    except UserError as error:
-        raise UserError(f"yardstick {yardstick!r}: {error}") from None
+    check_spec(yardstick, game, "yardstick")
 
 
 @dataclass
@@ -176,17 +178,20 @@ class Plan:
         if fixed:
             raise UserError(f"{fixed[0]}: every arm plays the same game (the preset's, or --set game.spec=...) "
                             "and its runs take their seeds from --seeds")
+        from ..arena import check_opening
         from ..loop import check_new_run
 
         for seed in self.seeds:  # (a seed out of range is a config error)
             load_config(game=self.preset, overrides=[*self.overrides, f"run.seed={seed}"])
+        game = check_new_run(load_config(game=self.preset, overrides=self.overrides))  # --set's own errors
         for arm in self.arms:  # what train.py checks before it makes a run folder
             try:
-                config = load_config(game=self.preset, overrides=[*self.overrides, *arm.overrides])
-                check_new_run(config)
-            except UserError as error:
+                check_new_run(load_config(game=self.preset, overrides=[*self.overrides, *arm.overrides]))
+            except USER_ERRORS as error:
                 raise type(error)(f"--arm {arm.text()!r}: {error}") from None
-        game = games.make_from_spec(config.game.spec)
+        check_opening(game, self.opening_plies)
+        if self.head_to_head:
+            check_opening(game, self.head_to_head_opening_plies())
         for yardstick in self.yardsticks:
             check_yardstick(yardstick, game)
 

@@ -20,6 +20,7 @@ training continues from its last iteration for the minutes it has not yet traine
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -296,12 +297,17 @@ def read_state(path: Path) -> tuple[dict, Plan]:
     """An ablation's saved state and its plan; UserError if the file is not one save() wrote."""
     try:
         saved = json.loads(path.read_text())
-        if not isinstance(saved, dict) or not isinstance(saved.get("runs"), dict) \
+        plan = saved.get("plan") if isinstance(saved, dict) else None
+        if not isinstance(plan, dict) or not isinstance(saved.get("runs"), dict) \
                 or not isinstance(saved.get("commands"), list):
             raise ValueError("not an ablation's state")
-        return saved, Plan.from_dict(saved["plan"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:  # (UserError is a ValueError)
-        reason = error.strerror if isinstance(error, OSError) else str(error) or type(error).__name__
+        fields = {f.name for f in dataclasses.fields(Plan)}
+        if set(plan) - fields or {"preset", "arms", "seeds"} - set(plan) or not isinstance(plan["arms"], list) \
+                or not all(isinstance(arm, str) for arm in plan["arms"]):
+            raise ValueError("its plan is not one this version wrote")
+        return saved, Plan.from_dict(plan)
+    except (OSError, ValueError) as error:  # (a bad arm is a UserError, a ValueError)
+        reason = error.strerror if isinstance(error, OSError) else str(error)
         raise UserError(f"{path} is damaged ({reason}); restore it from a copy, or choose a new --out") from None
 
 

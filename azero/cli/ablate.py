@@ -80,7 +80,7 @@ def main(argv=None) -> int:
             parser.error("give --game PRESET with the arms" if not (args.out / "ablation.json").exists() else
                          "continuing an ablation keeps its plan: give --out alone; to add arms or seeds, give the "
                          "whole plan again (--game, every --arm, the budget) with them")
-        plan = make_plan(args.game, args.arm, _seeds(args.seeds or "0"), minutes=args.minutes,
+        plan = make_plan(args.game, args.arm, _seeds("0" if args.seeds is None else args.seeds), minutes=args.minutes,
                          iterations=args.iterations, overrides=args.set, yardsticks=args.yardstick,
                          games=40 if args.games is None else args.games,
                          simulations=args.sims, opening_plies=args.opening_plies,

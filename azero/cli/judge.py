@@ -52,6 +52,8 @@ def main(argv=None) -> int:
         parser.error("--positions must be at least 1")
     if not 0 <= args.min_plies <= args.max_plies:
         parser.error("need 0 <= --min-plies <= --max-plies")
+    if args.batch is not None and args.batch < 1:
+        parser.error("--batch must be at least 1")
     game = games.make_from_spec(args.game)
     oracle = make_oracle(game)
     positions = judge_positions(game, args.positions, min_plies=args.min_plies, max_plies=args.max_plies,

@@ -23,13 +23,14 @@ from __future__ import annotations
 from games import Game
 from games.options import Option
 
-from ..errors import UserError
+from ..errors import USER_ERRORS, UserError
 from ..player import Player
 from ..protocols.gtp_client import make_gtp_player
 from . import az, flatmc, perfect, random, uct
 from .spec import PlayerEntry, PlayerSpec, split_spec
 
-__all__ = ["REGISTRY", "SPEC_HELP", "PlayerEntry", "PlayerSpec", "make", "parse_spec", "player_list", "spec_help"]
+__all__ = ["REGISTRY", "SPEC_HELP", "PlayerEntry", "PlayerSpec", "check_spec", "make", "parse_spec", "player_list",
+           "spec_help"]
 
 
 def _human(game, argument, options, *, device, seed) -> Player:
@@ -96,6 +97,15 @@ def make(text: str, game: Game, *, device="cpu", seed: int | None = None) -> Pla
     if spec.name not in REGISTRY:
         raise UserError(f"unknown player {spec.name!r}; {spec_help()}")
     return REGISTRY[spec.name].create(spec, game, device=device, seed=seed)
+
+
+def check_spec(text: str, game: Game, what: str, *, device="cpu", seed: int | None = None) -> None:
+    """UserError naming `what` (e.g. "yardstick") unless `text` makes a player of `game`; the
+    player is made and closed, so a missing engine or checkpoint fails here, not later."""
+    try:
+        make(text, game, device=device, seed=seed).close()
+    except USER_ERRORS as error:
+        raise UserError(f"{what} {text!r}: {error}") from None
 
 
 if __doc__:  # (None under python -OO)
