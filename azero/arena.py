@@ -199,7 +199,7 @@ def opening_moves(game: Game, state, keys: torch.Tensor, plies: int) -> torch.Te
     """A uniformly random legal move of each game (long [n]) among those that do not end it: an
     opening is for the players to play out (a pass after a pass in Go, the last cell of
     tic-tac-toe). UserError where every legal move ends the game (too many opening plies)."""
-    legal = game.legal_mask(state)
+    legal = game.legal_mask(state).clone()  # (changed below)
     action = sample_uniform_legal(legal, keys)
     for attempt in range(1, game.num_actions + 1):
         ends = game.step(state, action).done & ~state.done

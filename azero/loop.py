@@ -37,11 +37,11 @@ import torch
 import games
 
 from . import __version__
+from .arena import check_opening
 from .checkpoint import (TEMPORARY_SUFFIX, atomic_save, atomic_write_text, load_checkpoint, network_checkpoint,
                          remove_temporary_files)
 from .config import Config, config_from_dict, differences, read_toml, toml_text
 from .errors import UserError
-from .arena import check_opening
 from .evaluation import LadderEvaluator
 from .faults import fault
 from .metrics import METRICS, read_metrics
@@ -388,8 +388,8 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
     else:
         log(f"new run in {run_dir}")
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    # a new run that fails before its first checkpoint leaves no folder (but a full disk keeps it, to continue)
-    discard_on_failure, failed = not resuming, False
+    # a new run that fails before its first checkpoint leaves no folder (a full disk, a stop keep it, to continue)
+    failed = False
     session_start = time.monotonic()
     last_duration = 0.0  # of the last iteration, without its evaluation
     try:
@@ -412,7 +412,6 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
         log(f"stopped; {run_dir} holds iteration {run.saved_iteration}. Continue with: "
             f"python scripts/train.py --run-dir {run_dir}")
     except OSError as error:  # a full disk, a folder gone read-only: what is saved stays whole
-        discard_on_failure = False
         where = f" ({error.filename})" if error.filename else ""
         raise UserError(f"cannot write the run's files: {error.strerror or error}{where}. {run_dir} holds "
                         f"iteration {run.saved_iteration}, intact; once that is fixed, continue with: "
@@ -424,7 +423,7 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
         signal.signal(signal.SIGTERM, previous)
         run.source.close()
         run.writer.close()
-        if failed and discard_on_failure and run.saved_iteration == 0:
+        if failed and not resuming and run.saved_iteration == 0:
             _discard(run_dir, before)
     return run_dir
 
