@@ -122,6 +122,18 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_continue(tmp_path):
     assert "Continue with: python scripts/train.py --run-dir" in stdout and "Traceback" not in stderr
 
 
+def test_output_into_a_closed_pipe_ends_quietly():
+    # `train.py --help-config | head -3`: the reader goes away; here it is gone before the first line is written.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        out = subprocess.run([sys.executable, str(REPO / "scripts" / "train.py"), "--help-config"], stdout=write_end,
+                             stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert out.returncode == 1 and out.stderr == ""
+
+
 def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
     for args, message in (
         (["--game", "tictactoe", "--set", "search.sims=4"], "unknown key search.sims"),
