@@ -11,8 +11,10 @@ CPU would fail them, and then the figures in the message say by how much.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import weakref
 import subprocess
 import sys
 import time
@@ -26,7 +28,7 @@ from azero.checkpoint import atomic_save, network_checkpoint
 from azero.config import load_config
 from azero.network import PolicyValueNet
 from azero.protocols.gtp import Clock, GTPEngine
-from azero.session import Engine
+from azero.session import Engine, settle_memory
 from games.random import make_keys
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,6 +72,28 @@ class Process:
         self.times.append(round(time.monotonic() - start, 3))
         self.longest = max(self.longest, self.times[-1])
         return answer
+
+
+def test_settled_memory_keeps_full_collections_off_the_engine_and_frees_what_it_let_go():
+    # the protocol engines settle once their engine is made (azero/cli/pbrain.py, gtp.py), so that a
+    # full collection inside a timed move walks only what was made since
+    class Node:
+        pass
+
+    node = Node()
+    node.itself = node  # a cycle: only a collection frees it once it is let go
+    probe = weakref.ref(node)
+    try:
+        settle_memory()
+        frozen, walked = gc.get_freeze_count(), len(gc.get_objects())
+        assert frozen > 10_000 and walked < frozen / 10, (frozen, walked)
+        del node  # the engine lets go of it (a new game's engine replaces the old one)
+        gc.collect()
+        assert probe() is not None  # frozen: left alone by every collection ...
+        settle_memory()
+        assert probe() is None  # ... until the next engine is settled
+    finally:
+        gc.unfreeze()
 
 
 # -- Piskvork ----------------------------------------------------------------------------------------

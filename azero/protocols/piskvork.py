@@ -11,7 +11,9 @@ from the top, both from 0. Replies: a move "x,y", OK, or
 INFO rule: 0 freestyle, 1 exactly five (standard); renju (4) and caro (8) get ERROR.
 The brain searches until a deadline derived from INFO timeout_turn and time_left
 (85% of the allowed time, and at least RESERVE seconds less); its slow work (loading the
-network, compiling the search) happens at START, so the first move is timed like the others.
+network, compiling the search, and, in scripts/pbrain.py, freezing what they made out of the
+garbage collector's way: azero.session.settle_memory) happens at START, so the first move is
+timed like the others.
 A brain with a fixed game (a checkpoint's) plays that game's board size and rule only.
 """
 
