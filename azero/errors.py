@@ -16,29 +16,48 @@ class UserError(ValueError):
 USER_ERRORS = (UserError, GameError)
 
 
+def _flush_stdout() -> bool:
+    """Flush stdout; False if its reader has gone (then stdout points at /dev/null, so that
+    the interpreter's own flush at exit has nothing to complain about)."""
+    if sys.stdout is None:  # started with stdout closed
+        return True
+    try:
+        sys.stdout.flush()
+        return True
+    except BrokenPipeError:
+        pass
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass
+    finally:
+        os.close(devnull)
+    return False
+
+
 def cli_entry(main):
     """Wrap a command-line `main(argv=None) -> int | None`: user errors print one line and exit 2; a reader
-    of our output that goes away (`train.py --help-config | head`) ends the command quietly with 1."""
+    of our output that goes away (`train.py --help-config | head`) ends the command quietly, with 1 where it
+    would have succeeded."""
 
     @functools.wraps(main)
     def wrapper(argv=None):
         try:
-            try:
-                code = main(argv)
-            except SystemExit:  # argparse's --help and usage errors
-                sys.stdout.flush()
-                raise
-            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's flush at exit
+            code = main(argv) or 0
+        except SystemExit:  # argparse's --help and usage errors
+            _flush_stdout()
+            raise
         except BrokenPipeError:
-            # Nothing more can be shown; point stdout at /dev/null so that the flush at exit is quiet too.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 1
+            code = 1
         except USER_ERRORS as error:
             print(f"error: {error}", file=sys.stderr)
-            return 2
+            code = 2
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
-            return 130
-        return code or 0
+            code = 130
+        if not _flush_stdout() and code == 0:
+            code = 1
+        return code
 
     return wrapper

@@ -411,6 +411,8 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
     except KeyboardInterrupt:
         log(f"stopped; {run_dir} holds iteration {run.saved_iteration}. Continue with: "
             f"python scripts/train.py --run-dir {run_dir}")
+    except BrokenPipeError:  # the reader of the log went away (`train.py ... | head`): cli_entry ends quietly
+        raise
     except OSError as error:  # a full disk, a folder gone read-only: what is saved stays whole
         where = f" ({error.filename})" if error.filename else ""
         raise UserError(f"cannot write the run's files: {error.strerror or error}{where}. {run_dir} holds "

@@ -96,6 +96,23 @@ def test_settled_memory_keeps_full_collections_off_the_engine_and_frees_what_it_
         gc.unfreeze()
 
 
+def test_the_piskvork_brain_and_the_gtp_engine_settle_each_engine_they_make(monkeypatch, capsys):
+    import io
+
+    import azero.session
+    from azero.cli import gtp, pbrain
+
+    settled = []
+    monkeypatch.setattr(azero.session, "settle_memory", lambda: settled.append(1))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("START 8\nSTART 9\nEND\n"))
+    assert pbrain.main(["--player", "random"]) == 0 and len(settled) == 2  # one engine a START
+    settled.clear()
+    monkeypatch.setattr(sys, "stdin", io.StringIO("boardsize 7\nboardsize 5\nquit\n"))
+    assert gtp.main(["--game", "go:size=7", "--player", "random"]) == 0
+    assert len(settled) == 3  # the start-up check's engine, the game's, and 5x5's
+    assert "? " not in capsys.readouterr().out
+
+
 # -- Piskvork ----------------------------------------------------------------------------------------
 
 

@@ -6,6 +6,8 @@ import argparse
 import importlib
 import sys
 
+from ..errors import cli_entry
+
 ALIASES = {"match": "evaluate"}  # other names of a command, kept for those who use them
 COMMANDS = {
     "train": "train a network by self-play",
@@ -30,6 +32,7 @@ def torch_device(text: str) -> str:
     return text
 
 
+@cli_entry
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:

@@ -81,6 +81,7 @@ class Brain:
             fixed_height, fixed_width = self.fixed.board_shape
             raise GameError(f"this network plays {fixed_width}x{fixed_height} only")
         self.width, self.height = width, height
+        self.engine = None  # let go of the old engine before the new one is made and settled
         self.engine = self.make_engine(self._game())
         self.board.clear()
 
@@ -250,6 +251,7 @@ class Brain:
             if exact != self.exact:
                 self.exact = exact
                 if self.engine is not None:
+                    self.engine = None
                     self.engine = self.make_engine(self._game())
         # other keys (timeout_match, max_memory, game_type, folder, evaluate) need nothing
 
