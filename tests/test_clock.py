@@ -14,10 +14,10 @@ from __future__ import annotations
 import gc
 import json
 import os
-import weakref
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 
 import pytest
