@@ -109,7 +109,7 @@ def test_the_piskvork_brain_and_the_gtp_engine_settle_each_engine_they_make(monk
     settled.clear()
     monkeypatch.setattr(sys, "stdin", io.StringIO("boardsize 7\nboardsize 5\nquit\n"))
     assert gtp.main(["--game", "go:size=7", "--player", "random"]) == 0
-    assert len(settled) == 3  # the start-up check's engine, the game's, and 5x5's
+    assert len(settled) == 2  # the game's engine (made once, at start-up) and 5x5's
     assert "? " not in capsys.readouterr().out
 
 

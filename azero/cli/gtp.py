@@ -51,7 +51,8 @@ def main(argv=None) -> int:
         settle_memory()
         return engine
 
-    make_engine(game)  # a bad player spec or checkpoint is reported now, not at the first genmove
+    # GTPEngine makes the first engine at once, so a bad player spec or checkpoint is reported now,
+    # not at the first genmove
     engine = GTPEngine(game, make_engine, fixed=bool(args.checkpoint), resign_threshold=args.resign_threshold,
                        sgf_folder=args.sgf)
     return serve(engine, sys.stdin, sys.stdout)
