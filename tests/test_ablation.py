@@ -66,6 +66,8 @@ def test_a_plan_is_checked_before_anything_runs():
         plan(preset="nim")
     with pytest.raises(UserError, match="--opening-plies must be at least 0"):
         plan(opening_plies=-1)
+    with pytest.raises(UserError, match=r"--games must be in 2\.\.1,000,000"):
+        plan(games=10**12)  # a mistyped count is refused before any run trains
     # what would fail only after a run has trained: a run's config, a yardstick's player, the budget
     with pytest.raises(UserError, match="training budget must be a positive number"):
         plan(minutes=float("nan"), iterations=None)
@@ -139,8 +141,9 @@ def test_a_damaged_state_file_or_an_out_that_is_a_file_is_one_clear_error(tmp_pa
 def test_head_to_head_matches_open_with_random_plies_and_may_be_added_to_a_plan(tmp_path):
     from azero.ablation import Ablation
 
-    with pytest.raises(UserError, match="--head-to-head is a number of games"):
-        plan(head_to_head=1)
+    for games in (1, 10**12):
+        with pytest.raises(UserError, match="--head-to-head is a number of games"):
+            plan(head_to_head=games)
     assert plan(head_to_head=10).head_to_head_opening_plies() == 2  # two networks: never the same few games
     othello = plan(preset="othello", head_to_head=10, yardsticks=["random"])
     assert othello.head_to_head_opening_plies() == 4  # the plan's, if more

@@ -317,3 +317,7 @@ def test_evaluate_script_prints_json_and_user_errors_are_one_line():
     assert bad.returncode == 2 and bad.stderr.strip().startswith("error:") and "Traceback" not in bad.stderr
     bad = subprocess.run(cmd[:3] + ["gomoku:size=30", "--a", "random", "--b", "random"], capture_output=True, text=True)
     assert bad.returncode == 2 and "5..19" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    for option, value, message in (("--games", "1000000000000", "--games must be in 1..1,000,000"),
+                                   ("--batch", "100000000", "--batch must be in 1..65,536")):
+        bad = subprocess.run(cmd[:6] + ["--b", "random", option, value], capture_output=True, text=True)
+        assert bad.returncode == 2 and message in bad.stderr  # refused at once, not hours (or gigabytes) later

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from games.options import Option, read_options
 
+from ..arena import MAX_GAMES
 from ..config import load_config
 from ..errors import USER_ERRORS, UserError
 from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS
@@ -163,14 +164,14 @@ class Plan:
             raise UserError(f"arm names must differ: {', '.join(names)}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise UserError("give distinct seeds, e.g. --seeds 0,1")
-        if self.games < 2:
-            raise UserError("--games must be at least 2")
+        if not 2 <= self.games <= MAX_GAMES:
+            raise UserError(f"--games must be in 2..{MAX_GAMES:,}")
         if self.simulations < 1:
             raise UserError("--sims must be at least 1")
         if self.opening_plies < 0:
             raise UserError("--opening-plies must be at least 0")
-        if self.head_to_head < 0 or self.head_to_head == 1:
-            raise UserError("--head-to-head is a number of games: 0 (none) or at least 2")
+        if self.head_to_head < 0 or self.head_to_head == 1 or self.head_to_head > MAX_GAMES:
+            raise UserError(f"--head-to-head is a number of games: 0 (none) or 2..{MAX_GAMES:,}")
         if not self.yardsticks:
             raise UserError(f"no yardstick for preset {self.preset!r}: give --yardstick judge or a player spec")
         fixed = [text for text in self.overrides if _key(text) == "run.seed"]

@@ -28,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--game", required=True, help="game spec, e.g. othello, go:size=9,komi=7.5, gomoku:size=9")
     parser.add_argument("--a", required=True, metavar="SPEC", help="player A, e.g. uct:1000")
     parser.add_argument("--b", required=True, metavar="SPEC", help='player B, e.g. gtp:"gnugo --mode gtp --level 1"')
-    parser.add_argument("--games", type=int, default=DEFAULT_GAMES, help=f"number of games (default {DEFAULT_GAMES})")
+    parser.add_argument("--games", type=int, default=DEFAULT_GAMES,
+                        help=f"number of games (default {DEFAULT_GAMES}, at most 1,000,000)")
     parser.add_argument("--batch", type=int, default=None,
                         help="games played at once (default: all, up to 1024; one at a time with a gtp player)")
     parser.add_argument("--opening-plies", type=int, default=0, metavar="N",
@@ -46,17 +47,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     import games
 
-    from ..arena import play_match
+    from ..arena import MAX_GAMES, MAX_GAMES_AT_ONCE, play_match
     from ..players import make
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.games < 1:
-        parser.error("--games must be at least 1")
+    if not 1 <= args.games <= MAX_GAMES:
+        parser.error(f"--games must be in 1..{MAX_GAMES:,}")
     if args.opening_plies < 0:
         parser.error("--opening-plies must be at least 0")
-    if args.batch is not None and args.batch < 1:
-        parser.error("--batch must be at least 1")
+    if args.batch is not None and not 1 <= args.batch <= MAX_GAMES_AT_ONCE:
+        parser.error(f"--batch must be in 1..{MAX_GAMES_AT_ONCE:,}")
     game = games.make_from_spec(args.game)
     if args.sgf:
         from ..sgf import check_supported
