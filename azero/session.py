@@ -8,6 +8,7 @@ search budget (simulations or seconds).
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -42,6 +43,18 @@ def settle_memory() -> None:
     gc.unfreeze()
     gc.collect()
     gc.freeze()
+
+
+def engine_maker(spec: str | None, **options) -> Callable[[Game], Engine]:
+    """What a protocol engine makes its Engines with, one for each game it is asked to play (a
+    Piskvork START, a GTP board size or komi): Engine(game, spec, **options), settled (above)."""
+
+    def make(game: Game) -> Engine:
+        engine = Engine(game, spec, **options)
+        settle_memory()
+        return engine
+
+    return make
 
 
 class Engine:

@@ -13,7 +13,7 @@ from . import torch_device
 def main(argv=None) -> int:
     from ..protocols.gtp import GTPEngine, serve
     from ..protocols.gtp_text import check_game
-    from ..session import Engine, game_from_args, settle_memory
+    from ..session import engine_maker, game_from_args
 
     parser = argparse.ArgumentParser(
         prog="gtp.py",
@@ -45,12 +45,8 @@ def main(argv=None) -> int:
     game = game_from_args(args.game, args.checkpoint)
     check_game(game)
 
-    def make_engine(game):
-        engine = Engine(game, args.player, checkpoint=args.checkpoint, simulations=args.sims, seconds=args.seconds,
-                        device=args.device, seed=args.seed)
-        settle_memory()
-        return engine
-
+    make_engine = engine_maker(args.player, checkpoint=args.checkpoint, simulations=args.sims, seconds=args.seconds,
+                               device=args.device, seed=args.seed)
     # GTPEngine makes the first engine at once, so a bad player spec or checkpoint is reported now,
     # not at the first genmove
     engine = GTPEngine(game, make_engine, fixed=bool(args.checkpoint), resign_threshold=args.resign_threshold,

@@ -14,7 +14,7 @@ def main(argv=None) -> int:
     from ..checkpoint import load_checkpoint
     from ..errors import UserError
     from ..protocols.piskvork import check_brain_game, serve
-    from ..session import Engine, settle_memory
+    from ..session import engine_maker
 
     parser = argparse.ArgumentParser(
         prog="pbrain.py",
@@ -38,10 +38,6 @@ def main(argv=None) -> int:
         except UserError:
             parser.error(f"{args.checkpoint} is a checkpoint of {fixed.spec}, not of five-in-a-row gomoku")
 
-    def make_engine(game):
-        engine = Engine(game, args.player, checkpoint=args.checkpoint, simulations=args.sims, device=args.device,
-                        seed=args.seed)
-        settle_memory()
-        return engine
-
+    make_engine = engine_maker(args.player, checkpoint=args.checkpoint, simulations=args.sims, device=args.device,
+                               seed=args.seed)
     return serve(make_engine, sys.stdin, sys.stdout, fixed=fixed)
