@@ -14,7 +14,7 @@ import azero.search as search_module
 from azero.player import MAX_SECONDS
 from azero.players.flatmc import FlatMCPlayer
 from azero.protocols import analysis
-from azero.protocols.gtp import Clock, GTPEngine
+from azero.protocols.gtp import KEPT_ENGINES, Clock, GTPEngine
 from azero.protocols.piskvork import Brain
 from azero.search import UCB1, RolloutEvaluator, search, search_with_budget
 from azero.search.memory import LIMIT_VARIABLE, TreeTooLarge, max_nodes, memory_limit
@@ -137,6 +137,24 @@ def test_gtp_time_settings_are_checked_and_a_move_never_thinks_past_the_limit():
     assert lines[0].startswith("= ")
     clock = Clock(main_time=366 * 24 * 3600.0)
     assert clock.seconds(0, 1) == MAX_SECONDS
+
+
+def test_a_gtp_session_stepping_through_komis_keeps_a_few_engines_not_all():
+    made = []
+
+    def make_engine(game):
+        made.append(game.spec)
+        return Engine(game, "random")
+
+    lines = []
+    engine = GTPEngine(games.make("go", size=5), make_engine, write=lines.append)
+    for komi in range(40):  # a controller that sets each game's komi: one engine each, the last few kept
+        engine.handle(f"komi {komi + 0.25}")
+        engine.handle("genmove b")
+    assert len(made) == 41 and len(engine.engines) == KEPT_ENGINES
+    engine.handle("komi 38.25")  # recently used: kept, not made again
+    engine.handle("boardsize 5")
+    assert len(made) == 41 and all(line.startswith("=") for line in lines), lines
 
 
 def test_a_piskvork_turn_never_thinks_past_the_limit():

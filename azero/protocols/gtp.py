@@ -118,6 +118,9 @@ def _time_numbers(texts: list[str], kinds: tuple, usage: str) -> list:
     return values
 
 
+KEPT_ENGINES = 4  # engines kept for the last board sizes and komis used (one each)
+
+
 class GTPEngine:
     """One GTP session: the game, its moves, the engine that thinks."""
 
@@ -142,9 +145,13 @@ class GTPEngine:
 
     @property
     def engine(self) -> Engine:
-        if self.game.spec not in self.engines:
-            self.engines[self.game.spec] = self.make_engine(self.game)
-        return self.engines[self.game.spec]
+        spec = self.game.spec
+        if spec not in self.engines:
+            if len(self.engines) >= KEPT_ENGINES:  # a controller stepping through komis holds a few, not all
+                del self.engines[next(iter(self.engines))]
+            self.engines[spec] = self.make_engine(self.game)
+        self.engines[spec] = self.engines.pop(spec)  # most recently used last
+        return self.engines[spec]
 
     def _new_game(self, game: Game) -> None:
         self.session = GameSession(game)
