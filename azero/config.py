@@ -118,6 +118,9 @@ class TrainConfig:
 @dataclass
 class EvaluationConfig:
     every: int = _f(4, "evaluate every this many iterations (0 = only at the end)", low=0)
+    max_share: float = _f(0.1, "skip an evaluation that is due while the run has spent more than this share of its "
+                          "time on evaluations (its wait for them, with Ray); 1 = never skip. The last is never "
+                          "skipped", low=0.0, high=1.0)
     games: int = _f(40, "games against each opponent per evaluation", low=2)
     simulations: int = _f(64, "search simulations per move of the network in evaluation games (search.algorithm)",
                           low=1)

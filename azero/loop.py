@@ -198,6 +198,7 @@ class Run:
         self.positions = 0
         self.elapsed = 0.0  # seconds of training over all sessions
         self.evaluation_pause = 0.0  # seconds the last iteration waited for its evaluation
+        self.evaluation_seconds = 0.0  # of `elapsed`, the seconds spent waiting for evaluations
         self.source = LocalSelfPlay(self)  # where samples come from; use_source() puts another
         (run_dir / "replay").mkdir(exist_ok=True)
         (run_dir / "checkpoints").mkdir(exist_ok=True)
@@ -234,6 +235,11 @@ class Run:
         self.elapsed = float(data["elapsed"])
         restore(self.buffer, self.dir / "replay", up_to=self.iteration, positions=self.positions)
         self._truncate_metrics()
+        if "evaluation_seconds" in data:
+            self.evaluation_seconds = float(data["evaluation_seconds"])
+        else:  # a run saved before it was kept: its in-process evaluations' times, from the metrics
+            self.evaluation_seconds = sum(record.get("charts/evaluation_seconds", 0.0)
+                                          for record in read_metrics(self.dir))
         self.saved_iteration = self.iteration
 
     def _truncate_metrics(self) -> None:
@@ -258,6 +264,7 @@ class Run:
             torch_rng=torch.get_rng_state(),
             positions=self.positions,
             elapsed=self.elapsed,
+            evaluation_seconds=self.evaluation_seconds,
         )
         if self.iteration % self.config.run.keep_every == 0:
             atomic_save(network_checkpoint(self.net, self.game, self.iteration, search=self.config.to_dict()["search"]),
@@ -281,6 +288,16 @@ class Run:
         self.writer.flush()
 
     # -- one iteration ----------------------------------------------------------------------------
+    def evaluation_due(self, iteration: int, started: float) -> bool:
+        """Every `evaluation.every` iterations, unless evaluations have already taken more than
+        `evaluation.max_share` of the run's time (counting this iteration's so far): then the
+        next multiple is asked again. A ladder of slow rollouts (Go's) took 30% of an hour's run."""
+        every, share = self.config.evaluation.every, self.config.evaluation.max_share
+        if not every or iteration % every:
+            return False
+        elapsed = self.elapsed + time.perf_counter() - started
+        return self.evaluation_seconds <= share * elapsed
+
     def iteration_step(self, *, last: bool) -> dict:
         """Collect an iteration's samples from the run's source, train on them, publish the new
         weights, evaluate when due, log and save."""
@@ -298,12 +315,13 @@ class Run:
         record["charts/learning_rate"] = self.trainer.learning_rate
         self.trainer.end_iteration()
         self.source.publish(iteration)
-        every = config.evaluation.every
         evaluation_started = time.perf_counter()
-        record.update(self.source.evaluate(iteration, due=bool(every and iteration % every == 0) or last, last=last))
+        record.update(self.source.evaluate(iteration, due=self.evaluation_due(iteration, started) or last, last=last))
         self.evaluation_pause = time.perf_counter() - evaluation_started
+        self.evaluation_seconds += self.evaluation_pause
         self.positions += len(samples)
         self.elapsed += time.perf_counter() - started
+        record["charts/evaluation_share"] = self.evaluation_seconds / max(self.elapsed, 1e-9)
         record.update({
             "charts/buffer_size": len(self.buffer),
             "charts/positions": self.positions,

@@ -67,6 +67,21 @@ def test_a_tiny_run_writes_its_folder_and_resumes_where_it_stopped(tmp_path):
     assert latest(run_dir)["positions"] > first["positions"]
 
 
+def test_evaluations_keep_to_their_share_of_the_run(tmp_path):
+    # every iteration is due, but after the first evaluation the run has spent more than 0.1% of its
+    # time on them: the next are skipped, except the last; a resumed run remembers what it spent
+    run_dir = tmp_path / "run"
+    sparse = tiny_args({"evaluation.every": 1, "evaluation.max_share": 0.001})
+    assert train(*sparse, "--iterations", "4", "--run-dir", str(run_dir)).returncode == 0
+    records = metrics(run_dir)
+    assert [r["iteration"] for r in records if "eval/elo" in r] == [1, 4]
+    spent = latest(run_dir)["evaluation_seconds"]
+    assert spent >= sum(r.get("charts/evaluation_seconds", 0.0) for r in records) > 0
+    assert records[-1]["charts/evaluation_share"] == pytest.approx(spent / (records[-1]["charts/hours"] * 3600))
+    assert train("--iterations", "6", "--run-dir", str(run_dir), "--no-progress").returncode == 0
+    assert [r["iteration"] for r in metrics(run_dir) if "eval/elo" in r] == [1, 4, 6]
+
+
 @pytest.mark.parametrize("average", [False, True], ids=["trained-weights", "weight-average"])
 def test_resumed_run_matches_an_uninterrupted_one_exactly(tmp_path, average):
     straight, stopped = tmp_path / "straight", tmp_path / "stopped"
