@@ -93,7 +93,6 @@ class MatchResult:
 
 
 MAX_BATCH = 1024  # games played at once unless the caller says otherwise
-MAX_GAMES = 1_000_000  # games in one match; more is a mistyped count (the 95% interval is already +-0.1%)
 MAX_GAMES_AT_ONCE = 65_536  # a batch's boards and trees live in memory together
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from games.options import field_option, invalid_value, is_whole_number, read_option
 
+from .elo import MAX_GAMES
 from .errors import UserError
 from .network import PRECISIONS, NetworkConfig
 
@@ -119,16 +120,17 @@ class TrainConfig:
 class EvaluationConfig:
     every: int = _f(4, "evaluate every this many iterations (0 = only at the end)", low=0)
     max_share: float = _f(0.1, "skip an evaluation that is due while the run has spent more than this share of its "
-                          "time on evaluations (its wait for them, with Ray); 1 = never skip. The last is never "
-                          "skipped", low=0.0, high=1.0)
-    games: int = _f(40, "games against each opponent per evaluation", low=2)
+                          "time on evaluations (with Ray, on its waits for the evaluator actor); 1 = never skip, 0 = "
+                          "evaluate only the last iteration of the budget, which is never skipped", low=0.0, high=1.0)
+    games: int = _f(40, "games against each opponent per evaluation", low=2, high=MAX_GAMES)
     simulations: int = _f(64, "search simulations per move of the network in evaluation games (search.algorithm)",
                           low=1)
     ladder: list = _f([100, 300, 1000, 3000, 10000],
                       "opponents, weakest first: UCT iterations (100 = uct:100) or player specs ('random', "
                       "'flatmc:100', 'gtp:...'); the first is Elo 0")
     opponents: int = _f(1, "ladder opponents per evaluation, chosen around the current strength", low=1)
-    previous_games: int = _f(20, "games against the previously evaluated network (connect the ladder's Elo)", low=0)
+    previous_games: int = _f(20, "games against the previously evaluated network (connect the ladder's Elo)", low=0,
+                             high=MAX_GAMES)
     opening_plies: int = _f(2, "random opening moves in the games against the previous network", low=0)
 
 

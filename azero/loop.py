@@ -237,9 +237,12 @@ class Run:
         self._truncate_metrics()
         if "evaluation_seconds" in data:
             self.evaluation_seconds = float(data["evaluation_seconds"])
-        else:  # a run saved before it was kept: its in-process evaluations' times, from the metrics
+        else:  # a run saved before it was kept: its in-process evaluations' times, from the metrics (a
+            # Ray run's are its evaluator actor's, which ran beside the learner: not counted)
+            records = read_metrics(self.dir)
+            in_process = not any(key.startswith("actors/") for record in records for key in record)
             self.evaluation_seconds = sum(record.get("charts/evaluation_seconds", 0.0)
-                                          for record in read_metrics(self.dir))
+                                          for record in records) if in_process else 0.0
         self.saved_iteration = self.iteration
 
     def _truncate_metrics(self) -> None:
@@ -293,7 +296,7 @@ class Run:
         `evaluation.max_share` of the run's time (counting this iteration's so far): then the
         next multiple is asked again. A ladder of slow rollouts (Go's) took 30% of an hour's run."""
         every, share = self.config.evaluation.every, self.config.evaluation.max_share
-        if not every or iteration % every:
+        if not every or iteration % every or not share:
             return False
         elapsed = self.elapsed + time.perf_counter() - started
         return self.evaluation_seconds <= share * elapsed

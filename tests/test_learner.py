@@ -322,6 +322,10 @@ def test_configs_layer_presets_and_overrides_and_name_bad_keys():
         load_config(game="tictactoe", overrides=["selfplay.games=many"])
     with pytest.raises(ConfigError, match="at least 1"):
         load_config(game="tictactoe", overrides=["search.simulations=0"])
+    with pytest.raises(ConfigError, match=r"evaluation.games=1000000000000 is out of range; allowed: 2..1000000"):
+        load_config(game="tictactoe", overrides=["evaluation.games=1000000000000"])
+    with pytest.raises(ConfigError, match=r"evaluation.max_share=1.5 is out of range; allowed: 0..1"):
+        load_config(game="tictactoe", overrides=["evaluation.max_share=1.5"])
     with pytest.raises(ConfigError, match="no preset for game 'chess'"):
         load_config(game="chess")
 

@@ -152,9 +152,11 @@ def test_a_gtp_session_stepping_through_komis_keeps_a_few_engines_not_all():
         engine.handle(f"komi {komi + 0.25}")
         engine.handle("genmove b")
     assert len(made) == 41 and len(engine.engines) == KEPT_ENGINES
-    engine.handle("komi 38.25")  # recently used: kept, not made again
+    engine.handle("komi 36.25")  # the oldest kept: used again, not made again
+    engine.handle("komi 100.25")  # a new one: the least recently used (37.25) makes room, not 36.25
+    engine.handle("komi 36.25")
     engine.handle("boardsize 5")
-    assert len(made) == 41 and all(line.startswith("=") for line in lines), lines
+    assert made[41:] == ["go:size=5,komi=100.25"] and all(line.startswith("=") for line in lines), lines
 
 
 def test_a_piskvork_turn_never_thinks_past_the_limit():

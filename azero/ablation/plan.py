@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 
 from games.options import Option, read_options
 
-from ..arena import MAX_GAMES
 from ..config import load_config
+from ..elo import MAX_GAMES
 from ..errors import USER_ERRORS, UserError
 from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS
 

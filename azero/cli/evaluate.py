@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+from ..elo import MAX_GAMES
 from ..errors import cli_entry
 from . import torch_device
 
@@ -29,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--a", required=True, metavar="SPEC", help="player A, e.g. uct:1000")
     parser.add_argument("--b", required=True, metavar="SPEC", help='player B, e.g. gtp:"gnugo --mode gtp --level 1"')
     parser.add_argument("--games", type=int, default=DEFAULT_GAMES,
-                        help=f"number of games (default {DEFAULT_GAMES}, at most 1,000,000)")
+                        help=f"number of games (default {DEFAULT_GAMES}, at most {MAX_GAMES:,})")
     parser.add_argument("--batch", type=int, default=None,
                         help="games played at once (default: all, up to 1024; one at a time with a gtp player)")
     parser.add_argument("--opening-plies", type=int, default=0, metavar="N",
@@ -47,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     import games
 
-    from ..arena import MAX_GAMES, MAX_GAMES_AT_ONCE, play_match
+    from ..arena import MAX_GAMES_AT_ONCE, play_match
     from ..players import make
 
     parser = build_parser()
