@@ -100,9 +100,13 @@ def test_play_a_move_see_the_reply_the_analysis_in_colour_and_the_coordinates(se
     page.wait_for_function("document.getElementById('pv').textContent.trim() !== '–'", timeout=LONG)
     page.wait_for_function("document.querySelectorAll('#board .heat').length > 3", timeout=LONG)
     assert page.locator("#top-moves tbody tr").count() >= 1
+    # colours, not one flat colour: the first analyses may show every move visited equally often
+    # (UCT tries each once before any twice), so wait for one in which the visits differ
+    page.wait_for_function("new Set([...document.querySelectorAll('#board .heat')].map(c => c.getAttribute('fill')))"
+                           ".size > 1", timeout=LONG)
     heat = page.locator("#board .heat")
     fills = {heat.nth(i).get_attribute("fill") for i in range(heat.count())}
-    assert all(fill.startswith("rgb(") for fill in fills) and len(fills) > 1  # colours, not one flat colour
+    assert all(fill.startswith("rgb(") for fill in fills) and len(fills) > 1
     assert page.locator("#board .heat-layer").text_content() == ""  # and no digits on the board
     assert page.locator("#legend rect").count() == 1 and "%" in page.locator("#legend").inner_html()
     assert "visits" in page.locator("#legend-what").inner_text()
