@@ -199,3 +199,7 @@ def test_judge_script_reports_each_player_and_refuses_bad_input():
     assert bad.returncode == 2 and "too large to solve exactly" in bad.stderr and "Traceback" not in bad.stderr
     bad = run("--game", "tictactoe", "--player", "nobody")
     assert bad.returncode == 2 and "unknown player 'nobody'" in bad.stderr
+    for flag, value, allowed in (("--positions", "1000000000", "1..65,536"), ("--batch", "0", "1..65,536"),
+                                 ("--batch", "10000000", "1..65,536")):
+        bad = run("--game", "tictactoe", "--player", "random", flag, value)
+        assert bad.returncode == 2 and f"{flag} must be in {allowed}" in bad.stderr and "Traceback" not in bad.stderr

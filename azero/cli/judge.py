@@ -7,10 +7,11 @@ import json
 
 from ..errors import cli_entry
 from . import torch_device
-from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS
+from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS, MAX_CANDIDATES
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ..arena import MAX_GAMES_AT_ONCE
     from ..players import spec_help
 
     parser = argparse.ArgumentParser(
@@ -26,13 +27,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--player", action="append", required=True, metavar="SPEC",
                         help="a player to judge, e.g. az:runs/RUN/latest.pt:sims=100 (repeatable)")
     parser.add_argument("--positions", type=int, default=DEFAULT_POSITIONS,
-                        help=f"positions to judge (default {DEFAULT_POSITIONS})")
+                        help=f"positions to judge (default {DEFAULT_POSITIONS}, at most {MAX_CANDIDATES:,})")
     parser.add_argument("--min-plies", type=int, default=DEFAULT_MIN_PLIES,
                         help=f"fewest random moves before a position (default {DEFAULT_MIN_PLIES})")
     parser.add_argument("--max-plies", type=int, default=DEFAULT_MAX_PLIES,
                         help=f"most random moves before a position (default {DEFAULT_MAX_PLIES})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the positions and the players (default 0)")
-    parser.add_argument("--batch", type=int, default=None, help="positions given to a player at once (default all)")
+    parser.add_argument("--batch", type=int, default=None, help="positions given to a player at once (default all; at most "
+                        f"{MAX_GAMES_AT_ONCE:,})")
     parser.add_argument("--device", default="cpu", type=torch_device, help="torch device for networks (default cpu)")
     parser.add_argument("--json", action="store_true", help="print one JSON object per player instead of text")
     return parser
@@ -42,18 +44,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     import games
 
+    from ..arena import MAX_GAMES_AT_ONCE
     from ..judge import judge, judge_positions
     from ..oracle import make_oracle
     from ..players import make
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.positions < 1:
-        parser.error("--positions must be at least 1")
+    if not 1 <= args.positions <= MAX_CANDIDATES:
+        parser.error(f"--positions must be in 1..{MAX_CANDIDATES:,}")
     if not 0 <= args.min_plies <= args.max_plies:
         parser.error("need 0 <= --min-plies <= --max-plies")
-    if args.batch is not None and args.batch < 1:
-        parser.error("--batch must be at least 1")
+    if args.batch is not None and not 1 <= args.batch <= MAX_GAMES_AT_ONCE:
+        parser.error(f"--batch must be in 1..{MAX_GAMES_AT_ONCE:,}")
     game = games.make_from_spec(args.game)
     oracle = make_oracle(game)
     positions = judge_positions(game, args.positions, min_plies=args.min_plies, max_plies=args.max_plies,
