@@ -234,27 +234,27 @@ class Run:
         self.positions = int(data["positions"])
         self.elapsed = float(data["elapsed"])
         restore(self.buffer, self.dir / "replay", up_to=self.iteration, positions=self.positions)
-        self._truncate_metrics()
+        records = self._truncate_metrics()
         if "evaluation_seconds" in data:
             self.evaluation_seconds = float(data["evaluation_seconds"])
         else:  # a run saved before it was kept: its in-process evaluations' times, from the metrics (a
             # Ray run's are its evaluator actor's, which ran beside the learner: not counted)
-            records = read_metrics(self.dir)
             in_process = not any(key.startswith("actors/") for record in records for key in record)
             self.evaluation_seconds = sum(record.get("charts/evaluation_seconds", 0.0)
                                           for record in records) if in_process else 0.0
         self.saved_iteration = self.iteration
 
-    def _truncate_metrics(self) -> None:
+    def _truncate_metrics(self) -> list[dict]:
         """Keep the records of the iterations latest.pt holds (a later one was cut short by a stop,
-        perhaps in the middle of its line)."""
+        perhaps in the middle of its line); returns them."""
         path = self.dir / METRICS
         if not path.exists():
-            return
-        kept = "".join(json.dumps(record) + "\n" for record in read_metrics(self.dir)
-                       if record.get("iteration", 0) <= self.iteration)
+            return []
+        records = [record for record in read_metrics(self.dir) if record.get("iteration", 0) <= self.iteration]
+        kept = "".join(json.dumps(record) + "\n" for record in records)
         if kept != path.read_text(errors="replace"):
             atomic_write_text(path, kept, point="truncate")
+        return records
 
     def save(self) -> None:
         data = network_checkpoint(

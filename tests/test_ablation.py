@@ -26,7 +26,8 @@ SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 # every arm: a tiny network, a few dozen positions an iteration, an evaluation against `random` each iteration
 TINY = [*tiny_sets({"selfplay.positions_per_iteration": 64, "search.simulations": 4, "train.min_replay": 32,
                     "network.blocks": 1, "network.channels": 8, "network.value_hidden": 8, "evaluation.every": 1,
-                    "evaluation.max_share": 1, "evaluation.games": 2, "evaluation.previous_games": 0, "evaluation.ladder": "random"}),
+                    "evaluation.max_share": 1, "evaluation.games": 2, "evaluation.previous_games": 0,
+                    "evaluation.ladder": "random"}),
         "--sims", "4"]
 
 

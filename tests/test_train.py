@@ -80,6 +80,15 @@ def test_evaluations_keep_to_their_share_of_the_run(tmp_path):
     assert records[-1]["charts/evaluation_share"] == pytest.approx(spent / (records[-1]["charts/hours"] * 3600))
     assert train("--iterations", "6", "--run-dir", str(run_dir), "--no-progress").returncode == 0
     assert [r["iteration"] for r in metrics(run_dir) if "eval/elo" in r] == [1, 4, 6]
+    # a checkpoint from before the time was saved: the metrics' evaluation times stand in for it
+    older = latest(run_dir)
+    del older["evaluation_seconds"]
+    torch.save(older, run_dir / "latest.pt")
+    assert train("--iterations", "7", "--run-dir", str(run_dir), "--no-progress").returncode == 0
+    records = metrics(run_dir)
+    assert [r["iteration"] for r in records if "eval/elo" in r] == [1, 4, 6, 7]
+    total = sum(r.get("charts/evaluation_seconds", 0.0) for r in records)
+    assert total <= latest(run_dir)["evaluation_seconds"] < total + 1.0
 
 
 @pytest.mark.parametrize("average", [False, True], ids=["trained-weights", "weight-average"])

@@ -185,7 +185,7 @@ class Plan:
         for seed in self.seeds:  # (a seed out of range is a config error)
             load_config(game=self.preset, overrides=[*self.overrides, f"run.seed={seed}"])
         game = check_new_run(load_config(game=self.preset, overrides=self.overrides))  # --set's own errors
-        for arm in self.arms:  # what train.py checks before it makes a run folder
+        for arm in (arm for arm in self.arms if arm.overrides):  # what train.py checks before it makes a run folder
             try:
                 check_new_run(load_config(game=self.preset, overrides=[*self.overrides, *arm.overrides]))
             except USER_ERRORS as error:

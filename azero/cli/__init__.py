@@ -32,6 +32,15 @@ def torch_device(text: str) -> str:
     return text
 
 
+def check_batch(parser: argparse.ArgumentParser, batch: int | None) -> None:
+    """parser.error unless --batch (games or positions given to a player at once) is None or in
+    1..MAX_GAMES_AT_ONCE."""
+    from ..arena import MAX_GAMES_AT_ONCE
+
+    if batch is not None and not 1 <= batch <= MAX_GAMES_AT_ONCE:
+        parser.error(f"--batch must be in 1..{MAX_GAMES_AT_ONCE:,}")
+
+
 @cli_entry
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)

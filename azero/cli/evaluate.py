@@ -9,7 +9,7 @@ import sys
 
 from ..elo import MAX_GAMES
 from ..errors import cli_entry
-from . import torch_device
+from . import check_batch, torch_device
 
 DEFAULT_GAMES = 100
 
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     import games
 
-    from ..arena import MAX_GAMES_AT_ONCE, play_match
+    from ..arena import play_match
     from ..players import make
 
     parser = build_parser()
@@ -57,8 +57,7 @@ def main(argv=None) -> int:
         parser.error(f"--games must be in 1..{MAX_GAMES:,}")
     if args.opening_plies < 0:
         parser.error("--opening-plies must be at least 0")
-    if args.batch is not None and not 1 <= args.batch <= MAX_GAMES_AT_ONCE:
-        parser.error(f"--batch must be in 1..{MAX_GAMES_AT_ONCE:,}")
+    check_batch(parser, args.batch)
     game = games.make_from_spec(args.game)
     if args.sgf:
         from ..sgf import check_supported

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from ..errors import cli_entry
-from . import torch_device
+from . import check_batch, torch_device
 from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS, MAX_CANDIDATES
 
 
@@ -44,7 +44,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     import games
 
-    from ..arena import MAX_GAMES_AT_ONCE
     from ..judge import judge, judge_positions
     from ..oracle import make_oracle
     from ..players import make
@@ -55,8 +54,7 @@ def main(argv=None) -> int:
         parser.error(f"--positions must be in 1..{MAX_CANDIDATES:,}")
     if not 0 <= args.min_plies <= args.max_plies:
         parser.error("need 0 <= --min-plies <= --max-plies")
-    if args.batch is not None and not 1 <= args.batch <= MAX_GAMES_AT_ONCE:
-        parser.error(f"--batch must be in 1..{MAX_GAMES_AT_ONCE:,}")
+    check_batch(parser, args.batch)
     game = games.make_from_spec(args.game)
     oracle = make_oracle(game)
     positions = judge_positions(game, args.positions, min_plies=args.min_plies, max_plies=args.max_plies,
