@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -170,7 +171,7 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
 
 
 def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
-    for args, message in (
+    cases = [
         (["--game", "tictactoe", "--set", "search.sims=4"], "unknown key search.sims"),
         (["--game", "tictactoe", "--set", "train.optimizer=adam"], "choose one of: adamw, sgd"),
         (["--game", "chess"], "no preset for game 'chess'"),
@@ -186,21 +187,34 @@ def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
          "search.simulations=32: this search needs"),
         # a run that fails before its first checkpoint takes its new folder with it
         ([*TINY, "--set", "train.learning_rate=1e30"], "training diverged at step 1"),
-    ):
-        run_dir = tmp_path / "never"
-        out = train(*args, "--iterations", "1", "--run-dir", str(run_dir))
+    ]
+    run_dirs = [tmp_path / f"never-{i}" for i in range(len(cases))]
+    # Each case is a process that imports torch (a few seconds); they run side by side.
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        outs = list(pool.map(lambda case, run_dir: train(*case[0], "--iterations", "1", "--run-dir", str(run_dir)),
+                             cases, run_dirs))
+        checks = {
+            "no game": pool.submit(train, "--iterations", "1"),
+            "device": pool.submit(train, "--game", "tictactoe", "--device", "tpu", "--run-dir", str(run_dirs[0])),
+            "minutes": pool.submit(train, "--game", "tictactoe", "--minutes", "nan"),
+        }
+        if not torch.cuda.is_available():  # a device the config names but this machine lacks: checked before the folder
+            checks["cuda"] = pool.submit(train, "--game", "tictactoe", "--set", "run.device=cuda",
+                                         "--run-dir", str(run_dirs[0]))
+        checks = {name: future.result() for name, future in checks.items()}
+    for (_, message), out, run_dir in zip(cases, outs, run_dirs):
         assert out.returncode == 2, out.stdout
         assert message in out.stderr and "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
         assert not run_dir.exists()
-    out = train("--iterations", "1")
+    out = checks["no game"]
     assert out.returncode == 2 and "--game" in out.stderr
-    out = train("--game", "tictactoe", "--device", "tpu", "--run-dir", str(run_dir))
+    out = checks["device"]
     assert out.returncode == 2 and "argument --device: 'tpu' is not a torch device" in out.stderr
-    if not torch.cuda.is_available():  # a device the config names but this machine lacks: checked before the folder
-        out = train("--game", "tictactoe", "--set", "run.device=cuda", "--run-dir", str(run_dir))
+    if "cuda" in checks:
+        out = checks["cuda"]
         assert out.returncode == 2 and "run.device=cuda: no CUDA device is available here" in out.stderr
-    assert not run_dir.exists()
-    out = train("--game", "tictactoe", "--minutes", "nan")
+    assert not run_dirs[0].exists()
+    out = checks["minutes"]
     assert out.returncode == 2 and "--minutes must be a positive number" in out.stderr
     (tmp_path / "a-file").write_text("")
     out = train("--game", "tictactoe", "--run-dir", str(tmp_path / "a-file"))
