@@ -249,6 +249,20 @@ def test_player_specs_parse_and_errors_are_clear():
     assert make("uct:100:parallel=auto", game).spec == "uct:100"
 
 
+def test_a_network_players_name_shows_the_options_that_change_its_play():
+    # a match's table tells its two players apart (e.g. leaf parallelism with and without virtual loss)
+    from azero.players.az import AZPlayer
+    from networks import small_net
+
+    game = games.make("tictactoe")
+    net = small_net(game)
+    assert AZPlayer(game, net, 800).spec == "az:sims=800"
+    options = dict(c_init=2.0, precision="float32", virtual_loss=False)
+    assert AZPlayer(game, net, 800, parallel=8, seconds=1.5, **options).spec == (
+        "az:sims=800,c_init=2,precision=float32,parallel=8,virtual_loss=false,seconds=1.5")
+    assert AZPlayer(game, net, 64, algorithm="gumbel").spec == "az:sims=64,algorithm=gumbel"
+
+
 def test_auto_leaf_parallelism_follows_the_budget():
     game = games.make("tictactoe")
     assert [make(f"uct:{n}", game).leaves_per_step(n) for n in (1, 25, 800, 5000)] == [1, 5, 28, 64]
