@@ -31,6 +31,7 @@ import contextlib
 import functools
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 from torch.nn import functional as F
@@ -94,6 +95,18 @@ def calibration_positions(game: Game, count: int = 256, seed: int = 0) -> torch.
         if ply < deepest:
             state = game.step(state, sample_uniform_legal(game.legal_mask(state), generator))
     return out
+
+
+@functools.cache
+def _operators() -> SimpleNamespace:
+    """The quantized operators Int8Network calls, each as its overload's C++ callable where torch
+    exposes one. Through `torch.ops.quantized.NAME(...)` every call first runs a Python check for
+    the stand-in objects of torch.export's tracing (never given here), about 3 microseconds a call:
+    a search step's forward pass makes dozens of these calls."""
+    ops = torch.ops.quantized
+    overloads = {"conv2d_relu": ops.conv2d_relu.new, "conv2d": ops.conv2d.new,
+                 "conv2d_add_relu": ops.conv2d_add_relu.default, "add_relu": ops.add_relu.default}
+    return SimpleNamespace(**{name: getattr(overload, "_op", overload) for name, overload in overloads.items()})
 
 
 @contextlib.contextmanager
@@ -216,7 +229,7 @@ class Int8Network:
 
     def __call__(self, planes: torch.Tensor, legal: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """planes float [B, C, H, W] -> (logits float [B, A], value float [B]), as PolicyValueNet.forward."""
-        quantized = torch.ops.quantized
+        quantized = _operators()
         scales = iter(self.output_q)
         if self.whole_planes:
             values = planes.to(torch.uint8, memory_format=torch.channels_last)
