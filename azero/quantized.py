@@ -101,8 +101,8 @@ def calibration_positions(game: Game, count: int = 256, seed: int = 0) -> torch.
 def _operators() -> SimpleNamespace:
     """The quantized operators Int8Network calls, each as its overload's C++ callable where torch
     exposes one. Through `torch.ops.quantized.NAME(...)` every call first runs a Python check for
-    the stand-in objects of torch.export's tracing (never given here), about 3 microseconds a call:
-    a search step's forward pass makes dozens of these calls."""
+    the stand-in objects of torch.export's tracing (never given here), a couple of microseconds a
+    call: a forward pass makes about two dozen of these calls."""
     ops = torch.ops.quantized
     overloads = {"conv2d_relu": ops.conv2d_relu.new, "conv2d": ops.conv2d.new,
                  "conv2d_add_relu": ops.conv2d_add_relu.default, "add_relu": ops.add_relu.default}

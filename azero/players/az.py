@@ -66,9 +66,10 @@ class AZPlayer(Player):
         algorithm = self.searcher.algorithm
         self.spec = f"{name}:sims={simulations}" + (f",algorithm={algorithm}" if algorithm != "puct" else "")
         # the options that change how it plays, as the spec would give them (a match's two names differ)
-        c_init, precision = search_options.get("c_init", 1.25), search_options.get("precision", "auto")
-        self.spec += f",c_init={c_init:g}" if c_init != 1.25 and algorithm == "puct" else ""
-        self.spec += f",precision={precision}" if precision != "auto" else ""
+        c_init = search_options.get("c_init", OPTIONS["c_init"].default)
+        precision = search_options.get("precision", OPTIONS["precision"].default)
+        self.spec += f",c_init={c_init:g}" if c_init != OPTIONS["c_init"].default and algorithm == "puct" else ""
+        self.spec += f",precision={precision}" if precision != OPTIONS["precision"].default else ""
         self.spec += f",parallel={self.parallel}" if self.parallel != "auto" else ""
         self.spec += ",virtual_loss=false" if not search_options.get("virtual_loss", True) else ""
         self.spec += f",seconds={seconds:g}" if seconds else ""
