@@ -71,7 +71,7 @@ class AZPlayer(Player):
         self.spec += f",c_init={c_init:g}" if c_init != OPTIONS["c_init"].default and algorithm == "puct" else ""
         self.spec += f",precision={precision}" if precision != OPTIONS["precision"].default else ""
         self.spec += f",parallel={self.parallel}" if self.parallel != "auto" else ""
-        self.spec += ",virtual_loss=false" if not search_options.get("virtual_loss", True) else ""
+        self.spec += ",virtual_loss=false" if not search_options.get("virtual_loss", VIRTUAL_LOSS.default) else ""
         self.spec += f",seconds={seconds:g}" if seconds else ""
         self.seconds = seconds
         self._spare: Tree | None = None  # the last timed search's tree, whose memory the next one reuses
