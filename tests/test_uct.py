@@ -261,6 +261,8 @@ def test_a_network_players_name_shows_the_options_that_change_its_play():
     assert AZPlayer(game, net, 800, parallel=8, seconds=1.5, **options).spec == (
         "az:sims=800,c_init=2,precision=float32,parallel=8,virtual_loss=false,seconds=1.5")
     assert AZPlayer(game, net, 64, algorithm="gumbel").spec == "az:sims=64,algorithm=gumbel"
+    assert AZPlayer(game, net, 64, algorithm="gumbel", considered_actions=4, c_visit=50.0, c_scale=0.1).spec == (
+        "az:sims=64,algorithm=gumbel,considered=4,c_scale=0.1")
 
 
 def test_auto_leaf_parallelism_follows_the_budget():

@@ -69,6 +69,11 @@ class AZPlayer(Player):
         c_init = search_options.get("c_init", OPTIONS["c_init"].default)
         precision = search_options.get("precision", OPTIONS["precision"].default)
         self.spec += f",c_init={c_init:g}" if c_init != OPTIONS["c_init"].default and algorithm == "puct" else ""
+        if algorithm == "gumbel":  # Gumbel's constants where they differ from SearchConfig's defaults
+            defaults = SearchConfig()
+            for key, option in (("considered_actions", "considered"), ("c_visit", "c_visit"), ("c_scale", "c_scale")):
+                value = search_options.get(key, getattr(defaults, key))
+                self.spec += f",{option}={value:g}" if value != getattr(defaults, key) else ""
         self.spec += f",precision={precision}" if precision != OPTIONS["precision"].default else ""
         self.spec += f",parallel={self.parallel}" if self.parallel != "auto" else ""
         self.spec += ",virtual_loss=false" if not search_options.get("virtual_loss", VIRTUAL_LOSS.default) else ""
