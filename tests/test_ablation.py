@@ -160,6 +160,10 @@ def test_head_to_head_matches_open_with_random_plies_and_may_be_added_to_a_plan(
     command = display(ablation.head_to_head_command(wide, 1))
     assert (f"--a az:{tmp_path / 'out' / 'wide-seed1' / 'latest.pt'}:sims=32 "
             f"--b az:{tmp_path / 'out' / 'base-seed1' / 'latest.pt'}:sims=32 --games 20 --opening-plies 2") in command
+    # a frozen network as a yardstick is as deterministic as the arms': it opens the same way
+    assert ablation.plan.yardstick_opening_plies("uct:1000") == 0
+    command = display(ablation.yardstick_command(wide, 1, "az:ref.pt:sims=64"))
+    assert "--b az:ref.pt:sims=64 --games 10 --opening-plies 2" in command
     todo = ablation.pending()
     assert "play wide seed 0 against base seed 0 (20 games)" in todo and not any("play base" in t for t in todo)
     with pytest.raises(UserError, match="head_to_head is 20 there, 8 here"):

@@ -42,7 +42,8 @@ DEFAULT_YARDSTICKS: dict[str, list[str]] = {
 # to speak of, so without them a 40-game match repeats a few games. Othello needs more
 # plies than Go: its first move is one of four symmetric ones.
 DEFAULT_OPENING_PLIES: dict[str, int] = {"go": 2, "othello": 4}
-# A head-to-head match is two deterministic networks: it opens with at least this many random plies.
+# A head-to-head match (and a match against an `az:` yardstick) is two deterministic networks:
+# it opens with at least this many random plies.
 HEAD_TO_HEAD_OPENING_PLIES = 2
 
 JUDGE_OPTIONS = {
@@ -203,6 +204,11 @@ class Plan:
     def head_to_head_opening_plies(self) -> int:
         """Random plies that open each head-to-head game (each opening played with both colours)."""
         return max(self.opening_plies, HEAD_TO_HEAD_OPENING_PLIES)
+
+    def yardstick_opening_plies(self, yardstick: str) -> int:
+        """Random plies that open each game against a match yardstick: a network (`az:`) is as
+        deterministic as the arm's, so it opens like a head-to-head match."""
+        return self.head_to_head_opening_plies() if yardstick.startswith("az:") else self.opening_plies
 
     def to_dict(self) -> dict:
         out = asdict(self)

@@ -141,8 +141,8 @@ def method(ablation) -> str:
                             "that keep the position's value, and the share among the positions where some move "
                             "changes it (\"decisive\")")
         else:
-            opening = (f", each opened by {plan.opening_plies} random plies played with both colours"
-                       if plan.opening_plies else "")
+            plies = plan.yardstick_opening_plies(yardstick)
+            opening = f", each opened by {plies} random plies played with both colours" if plies else ""
             measured.append(f"{plan.games} games against `{yardstick}` (alternating colours{opening}, seed 0)")
     versus = (f" Head to head, each arm's final network played {plan.head_to_head} games against the "
               f"`{plan.arms[0].name}` arm's of the same seed (both searching {plan.simulations} simulations, each "
