@@ -142,7 +142,8 @@ class Ablation:
     def yardstick_command(self, arm: Arm, seed: int, yardstick: str) -> list[str]:
         options = judge_options(yardstick)
         if options is None:
-            return self.match_command(arm, seed, yardstick, self.plan.games, self.plan.yardstick_opening_plies(yardstick))
+            plies = self.plan.yardstick_opening_plies(yardstick)
+            return self.match_command(arm, seed, yardstick, self.plan.games, plies)
         return [sys.executable, str(SCRIPTS / "judge.py"), "--game", game_spec(self.run_dir(arm, seed)),
                 "--player", self.network(arm, seed), "--positions", str(options["positions"]), "--min-plies",
                 str(options["min_plies"]), "--max-plies", str(options["max_plies"]), "--seed", "0", "--json"]
