@@ -162,6 +162,7 @@ def test_head_to_head_matches_open_with_random_plies_and_may_be_added_to_a_plan(
             f"--b az:{tmp_path / 'out' / 'base-seed1' / 'latest.pt'}:sims=32 --games 20 --opening-plies 2") in command
     # a frozen network as a yardstick is as deterministic as the arms': it opens the same way
     assert ablation.plan.yardstick_opening_plies("uct:1000") == 0
+    assert ablation.plan.yardstick_opening_plies(" AZ:ref.pt") == 2  # spelled as the registry accepts it
     command = display(ablation.yardstick_command(wide, 1, "az:ref.pt:sims=64"))
     assert "--b az:ref.pt:sims=64 --games 10 --opening-plies 2" in command
     todo = ablation.pending()

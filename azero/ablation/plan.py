@@ -102,6 +102,11 @@ def judge_options(yardstick: str) -> dict | None:
     return options
 
 
+def player_name(yardstick: str) -> str:
+    """The player a match yardstick names, as the registry reads it: 'az' of ' AZ:ref.pt:sims=64'."""
+    return yardstick.strip().partition(":")[0].strip().lower()
+
+
 def check_yardstick(yardstick: str, game) -> None:
     """UserError for a yardstick that is neither the judge of a game it can solve nor a player of
     `game` (made and closed here: a bad spec, a missing engine or checkpoint fails before any training)."""
@@ -115,8 +120,7 @@ def check_yardstick(yardstick: str, game) -> None:
         return
     from ..players import REGISTRY, check_spec, parse_spec
 
-    name = yardstick.strip().partition(":")[0].strip().lower()
-    if name not in REGISTRY:
+    if player_name(yardstick) not in REGISTRY:
         parse_spec(yardstick)
         raise UserError(f"yardstick {yardstick!r}: neither judge[:...] nor a player spec (players: "
                         f"{', '.join(REGISTRY)})")
@@ -208,7 +212,7 @@ class Plan:
     def yardstick_opening_plies(self, yardstick: str) -> int:
         """Random plies that open each game against a match yardstick: a network (`az:`) is as
         deterministic as the arm's, so it opens like a head-to-head match."""
-        return self.head_to_head_opening_plies() if yardstick.startswith("az:") else self.opening_plies
+        return self.head_to_head_opening_plies() if player_name(yardstick) == "az" else self.opening_plies
 
     def to_dict(self) -> dict:
         out = asdict(self)
