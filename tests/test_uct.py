@@ -294,12 +294,44 @@ def test_evaluate_opening_plies_break_up_repeated_games():
     # each opening is played twice, colours swapped: the first player of game 2k is the
     # second of game 2k + 1, so with perfect players each pair is one win for each
     assert opened["a_wins"] == opened["b_wins"] and opened["a_wins_first"] == opened["b_wins_first"]
+    # one ply gives tic-tac-toe nine openings: 40 pairs must repeat some, and the result says so
+    few = subprocess.run(cmd[:-2] + ["40", "--json", "--opening-plies", "1"], capture_output=True, text=True, check=True)
+    assert json.loads(few.stdout)["openings"] == 9 and "only 9 openings for 20 pairs of games" in few.stderr
+    assert json.loads(few.stdout)["opening_plies"] == 1 and "note" not in subprocess.run(
+        cmd + ["--opening-plies", "3"], capture_output=True, text=True).stderr
     bad = subprocess.run(cmd + ["--opening-plies", "-1"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--opening-plies must be at least 0" in bad.stderr
     # an opening that must end games would score games neither player played
     bad = subprocess.run(cmd + ["--opening-plies", "9"], capture_output=True, text=True)
     assert bad.returncode == 2 and ("error: 9 random opening moves cannot avoid finishing a game of tictactoe "
                                     "before the players move; open with fewer plies") in bad.stderr
+
+
+def test_no_two_pairs_of_games_share_an_opening_while_the_game_has_enough():
+    from azero.arena import enough_opening_plies, match_openings
+
+    c4 = games.make("connect4")
+    # two plies of Connect Four make 49 openings: 100 pairs get every one of them, and
+    # with three plies (343) each pair its own
+    assert torch.unique(match_openings(c4, 100, 2), dim=0).shape[0] == 49
+    three = match_openings(c4, 100, 3, seed=5)
+    assert torch.unique(three, dim=0).shape[0] == 100 and torch.equal(three, match_openings(c4, 100, 3, seed=5))
+    for row in three.tolist():  # each a sequence of legal moves
+        state = c4.initial_state(1)
+        for action in row:
+            assert bool(c4.legal_mask(state)[0, action]) and not bool(state.done[0])
+            state = c4.step(state, torch.tensor([action]))
+    # a match plays pair k's opening in games 2k and 2k + 1 and counts the openings
+    result = play_match(c4, make("random", c4), make("random", c4), 200, progress=False, record_moves=True,
+                        opening_plies=3)
+    openings = [tuple(record.actions[:3]) for record in result.records]
+    assert openings[0::2] == openings[1::2] and len(set(openings)) == 100 == result.openings
+    assert "openings: 100 distinct of 3 random plies" in result.table() and not result.repeat_note()
+    few = play_match(c4, make("random", c4), make("random", c4), 200, progress=False, opening_plies=2)
+    assert few.openings == 49 and "only 49 openings for 100 pairs of games" in few.table()
+    # the fewest plies that give every pair its own opening
+    assert enough_opening_plies("connect4", 2, 100) == 3 and enough_opening_plies("connect4", 2, 500) == 4
+    assert enough_opening_plies("gomoku:size=8", 2, 500) == 2
 
 
 def test_random_openings_never_end_a_game_themselves():

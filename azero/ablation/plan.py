@@ -206,8 +206,19 @@ class Plan:
         return [(arm, seed) for seed in self.seeds for arm in self.arms]
 
     def head_to_head_opening_plies(self) -> int:
-        """Random plies that open each head-to-head game (each opening played with both colours)."""
-        return max(self.opening_plies, HEAD_TO_HEAD_OPENING_PLIES)
+        """Random plies that open each head-to-head game (each opening played with both colours):
+        the plan's, at least HEAD_TO_HEAD_OPENING_PLIES, and more where the game has fewer
+        openings than the networks' matches have pairs of games (Connect Four has 49 of two
+        plies), as two deterministic networks would replay the same games."""
+        start = max(self.opening_plies, HEAD_TO_HEAD_OPENING_PLIES)
+        networks = any(player_name(yardstick) == "az" for yardstick in self.yardsticks)
+        games = max(self.head_to_head, self.games if networks else 0)
+        if games < 2:
+            return start
+        from ..arena import enough_opening_plies
+
+        spec = load_config(game=self.preset, overrides=self.overrides).game.spec
+        return enough_opening_plies(spec, start, (games + 1) // 2)
 
     def yardstick_opening_plies(self, yardstick: str) -> int:
         """Random plies that open each game against a match yardstick: a network (`az:`) is as

@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--opening-plies", type=int, default=0, metavar="N",
                         help="N uniformly random moves start every game, so that players without randomness "
                         "(az:, GNU Go) do not repeat games; games 1 and 2 share their opening with colours "
-                        "swapped, as do 3 and 4, ... (default 0)")
+                        "swapped, as do 3 and 4, ...; no two pairs share an opening while the game has enough, and the "
+                        "result says when it has not (Connect Four has 49 of 2 plies) (default 0)")
     parser.add_argument("--sgf", metavar="DIR", help="write every game as SGF into DIR (game-0001.sgf, ...)")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the match (default 0)")
     parser.add_argument("--device", default="cpu", type=torch_device, help="torch device for networks (default cpu)")
@@ -84,6 +85,8 @@ def main(argv=None) -> int:
         record["sgf"] = [str(path) for path in paths]
     if args.json:
         print(json.dumps(record))
+        if result.repeat_note():  # the table carries it otherwise
+            print("note: " + result.repeat_note().removeprefix("; "), file=sys.stderr)
     else:
         print(result.table())
         if args.sgf:
