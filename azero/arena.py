@@ -263,7 +263,8 @@ def match_openings(game: Game, pairs: int, plies: int, seed: int = 0, device="cp
         # takes its first new one (or its first, to try again next round)
         new = ~_repeats(torch.cat([openings[~again], candidates]))[-candidates.shape[0]:].view(-1, tries)
         pick = torch.where(new.any(dim=1), new.long().argmax(dim=1), 0)
-        openings[rows] = candidates.view(rows.numel(), tries, plies)[torch.arange(rows.numel(), device=rows.device), pick]
+        chosen = candidates.view(rows.numel(), tries, plies)[torch.arange(rows.numel(), device=rows.device), pick]
+        openings[rows] = chosen
         found = _distinct(openings)
         stalled = stalled + 1 if found == distinct else 0
         distinct = found

@@ -295,7 +295,8 @@ def test_evaluate_opening_plies_break_up_repeated_games():
     # second of game 2k + 1, so with perfect players each pair is one win for each
     assert opened["a_wins"] == opened["b_wins"] and opened["a_wins_first"] == opened["b_wins_first"]
     # one ply gives tic-tac-toe nine openings: 40 pairs must repeat some, and the result says so
-    few = subprocess.run(cmd[:-2] + ["40", "--json", "--opening-plies", "1"], capture_output=True, text=True, check=True)
+    few = subprocess.run(cmd[:-2] + ["40", "--json", "--opening-plies", "1"], capture_output=True, text=True,
+                         check=True)
     assert json.loads(few.stdout)["openings"] == 9 and "only 9 openings for 20 pairs of games" in few.stderr
     assert json.loads(few.stdout)["opening_plies"] == 1 and "note" not in subprocess.run(
         cmd + ["--opening-plies", "3"], capture_output=True, text=True).stderr
