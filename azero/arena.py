@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 from tqdm import tqdm
 
-from games import NO_ACTION, Game, sample_uniform_legal
+from games import NO_ACTION, Game, make_from_spec, sample_uniform_legal
 from games.random import fold, keys_of
 
 from .elo import match_elo
@@ -276,9 +276,7 @@ def enough_opening_plies(spec: str, start: int, pairs: int, seed: int = 0, most:
     """The fewest random plies, from `start` up to `start + most`, that give each of `pairs`
     pairs of games its own opening in game `spec` (the last that does not end games if none
     does): what a match between deterministic players needs so as not to repeat games."""
-    import games
-
-    game = games.make_from_spec(spec)
+    game = make_from_spec(spec)
     for plies in range(start, start + most + 1):
         try:
             found = _distinct(match_openings(game, pairs, plies, seed))
@@ -312,15 +310,13 @@ def _repeats(openings: torch.Tensor) -> torch.Tensor:
 
 
 def _distinct(openings: torch.Tensor) -> int:
-    return int(torch.unique(openings, dim=0).shape[0]) if openings.numel() else min(openings.shape[0], 1)
+    """How many different rows `openings` (long [n, plies ≥ 1]) has."""
+    return int(torch.unique(openings, dim=0).shape[0])
 
 
 def check_opening(game: Game, plies: int, games: int = 16) -> None:
     """UserError if random openings of `plies` plies (as matches play them) end `game` on their own."""
-    state = game.initial_state(games)
-    keys = keys_of(0, torch.arange(games))
-    for ply in range(plies):
-        state = game.step(state, opening_moves(game, state, fold(keys, 1000 + ply), plies))
+    _draw_openings(game, keys_of(0, torch.arange(games)), plies)
 
 
 def _resign(state, gave_up: torch.Tensor):
