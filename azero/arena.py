@@ -310,7 +310,10 @@ def _repeats(openings: torch.Tensor) -> torch.Tensor:
 
 
 def _distinct(openings: torch.Tensor) -> int:
-    """How many different rows `openings` (long [n, plies ≥ 1]) has."""
+    """How many different rows `openings` (long [n, plies]) has; openings of no plies are
+    all the same one (torch.unique cannot take a row of width 0)."""
+    if openings.shape[1] == 0:
+        return min(openings.shape[0], 1)
     return int(torch.unique(openings, dim=0).shape[0])
 
 

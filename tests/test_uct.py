@@ -333,6 +333,8 @@ def test_no_two_pairs_of_games_share_an_opening_while_the_game_has_enough():
     # the fewest plies that give every pair its own opening
     assert enough_opening_plies("connect4", 2, 100) == 3 and enough_opening_plies("connect4", 2, 500) == 4
     assert enough_opening_plies("gomoku:size=8", 2, 500) == 2
+    # from no plies: one pair needs none, seven pairs one ply (Connect Four's seven first moves)
+    assert enough_opening_plies("connect4", 0, 1) == 0 and enough_opening_plies("connect4", 0, 7) == 1
 
 
 def test_random_openings_never_end_a_game_themselves():
