@@ -13,7 +13,12 @@ Groups (choose with --only):
                     reference, on 8x8 five-in-a-row and on tic-tac-toe
   puct              PUCT simulations/s with the default gomoku network at the self-play batch,
                     the same network's bare forward passes/s, and their ratio (efficiency); the
-                    same for a network 4x faster (`fast_network`: a quarter of the channels)
+                    same for a network 4x faster (`fast_network`: a quarter of the channels);
+                    each search refills the last one's tree, as self-play keeps its trees
+  step              where a step of that search goes (both networks): milliseconds a step in
+                    each part (the walks, the positions' copies, the game's step, legal moves
+                    and result, encoding, the network's pass, softmax, bookkeeping, backup,
+                    the tree's refill with its root pass), beside a bare pass of the network
   uct_one_game      one game of 8x8 five in a row from the empty board, 5,000 rollout-UCT
                     iterations a move: leaf-parallel (the player's default) and sequential
                     iterations/s against the plain-Python reference's
@@ -218,10 +223,11 @@ def _puct_efficiency(game, net, batch: int, sims: int, seconds: float, repeats: 
     searcher = NetworkSearch(game, net)
     roots = game.initial_state(batch)
     keys = make_keys(0, batch)
+    spare = [None]
 
     def search() -> float:
-        tree = searcher.fresh_tree(roots, keys, sims + 1)
-        searcher.search(tree, sims)
+        # the last search's tree refilled: self-play keeps its trees from move to move
+        spare[0] = searcher.search(searcher.fresh_tree(roots, keys, sims + 1, reuse=spare[0]), sims)
         return float(batch * sims)
 
     planes, legal = game.encode(roots), game.legal_mask(roots)
@@ -254,6 +260,122 @@ def bench_puct(seconds: float, repeats: int) -> dict:
     fast = PolicyValueNet(replace(config.network, channels=max(1, config.network.channels // 4)), game).eval()
     out["fast_network"] = _puct_efficiency(game, fast, batch, sims, seconds, repeats)
     out["fast_network"]["speed_over_default"] = out["fast_network"]["net_evals_per_s"] / out["net_evals_per_s"]
+    return out
+
+
+class _PartTimer:
+    """Wall time spent in named calls while a `with` block runs (bench_step): it wraps methods
+    of classes, objects and modules, and puts the originals back on leaving."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._undo: list[Callable[[], None]] = []
+
+    def wrap(self, owner, name: str, part: str) -> None:
+        original = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.add(part, time.perf_counter() - start)
+
+        self.replace(owner, name, timed)
+
+    def replace(self, owner, name: str, value) -> None:
+        """owner.name = value until the block ends."""
+        own = vars(owner).get(name, _PartTimer)  # _PartTimer: nothing of its own (an object's method)
+        setattr(owner, name, value)
+        self._undo.append(lambda: delattr(owner, name) if own is _PartTimer else setattr(owner, name, own))
+
+    def add(self, part: str, seconds: float) -> None:
+        self.seconds[part] = self.seconds.get(part, 0.0) + seconds
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        while self._undo:
+            self._undo.pop()()
+
+
+def _step_profile(game, net, batch: int, sims: int, seconds: float, repeats: int) -> dict:
+    """Milliseconds a step of `_puct_efficiency`'s search spends in each part, and a bare pass."""
+    from . import network
+    from .search import kernels
+    from .search.network_search import NetworkSearch
+
+    searcher = NetworkSearch(game, net)
+    roots, keys = game.initial_state(batch), make_keys(0, batch)
+    planes, legal = game.encode(roots), game.legal_mask(roots)
+    precision = searcher.evaluator.precision_for(batch)
+    bare_module = searcher.evaluator.module(planes, legal, precision)
+    bare_planes = network.as_network_input(planes, precision)
+    spare = searcher.search(searcher.fresh_tree(roots, keys, sims + 1), sims)  # warm up
+    with _PartTimer() as timer:
+        for owner, name, part in (
+            (kernels.Walker, "gather", "walks"), (kernels.Walker, "take_states", "positions' copies"),
+            (kernels.Walker, "put_states", "positions' copies"), (game, "step", "game's step"),
+            (game, "legal_mask", "legal moves and result"), (game, "result", "legal moves and result"),
+            (game, "encode", "encoding"), (network, "masked_softmax", "softmax"),
+            (kernels.Walker, "record", "bookkeeping"), (kernels.Walker, "backup", "backup"),
+        ):
+            timer.wrap(owner, name, part)
+        lookup = network.NetworkEvaluator.module
+
+        def timed_module(evaluator, *args, **kwargs):  # the module, its calls timed as the pass
+            start = time.perf_counter()
+            found = lookup(evaluator, *args, **kwargs)
+            timer.add("module lookup", time.perf_counter() - start)
+
+            def call(*inputs):
+                start = time.perf_counter()
+                try:
+                    return found(*inputs)
+                finally:
+                    timer.add("network's pass", time.perf_counter() - start)
+
+            return call
+
+        timer.replace(network.NetworkEvaluator, "module", timed_module)
+        steps, total, bare = 0, 0.0, []
+        deadline = time.perf_counter() + seconds * repeats
+        while steps == 0 or time.perf_counter() < deadline:
+            with torch.inference_mode():
+                for _ in range(8):
+                    start = time.perf_counter()
+                    bare_module(bare_planes, legal)
+                    bare.append(time.perf_counter() - start)
+            before, start = dict(timer.seconds), time.perf_counter()
+            spare = searcher.fresh_tree(roots, keys, sims + 1, reuse=spare)
+            refill = time.perf_counter()
+            timer.seconds = before  # the root's pass and encoding count as the refill's
+            timer.add("tree refill and root pass", refill - start)
+            searcher.search(spare, sims)
+            total += time.perf_counter() - start
+            steps += sims
+    per_step = {part: 1e3 * value / steps for part, value in sorted(timer.seconds.items(), key=lambda x: -x[1])}
+    step_ms = 1e3 * total / steps
+    bare_ms = 1e3 * statistics.median(bare)
+    return {"step_ms": step_ms, "bare_pass_ms": bare_ms, "parts_ms": per_step,
+            "other_ms": step_ms - sum(per_step.values()), "besides_pass_ms": step_ms - per_step["network's pass"],
+            "efficiency": bare_ms / step_ms, "batch": batch, "simulations": sims, "precision": precision}
+
+
+def bench_step(seconds: float, repeats: int) -> dict:
+    """Where a step of `bench_puct`'s search goes, for its two networks (milliseconds a step,
+    timers around each part's calls; `other_ms` is the Python between them)."""
+    from dataclasses import replace
+
+    from .network import PolicyValueNet
+
+    config, game, net = _learner_parts()
+    batch, sims = config.selfplay.games, config.search.simulations
+    out = {"default": _step_profile(game, net, batch, sims, seconds, repeats)}
+    torch.manual_seed(0)
+    fast = PolicyValueNet(replace(config.network, channels=max(1, config.network.channels // 4)), game).eval()
+    out["fast_network"] = _step_profile(game, fast, batch, sims, seconds, repeats)
     return out
 
 
@@ -423,6 +545,7 @@ GROUPS: dict[str, Callable[..., dict]] = {
     "game_steps_per_s": bench_game_steps,
     "uct": bench_uct,
     "puct": bench_puct,
+    "step": bench_step,
     "uct_one_game": bench_uct_one_game,
     "puct_one_game": bench_puct_one_game,
     "overhead": bench_overhead,

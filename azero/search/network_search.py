@@ -86,10 +86,12 @@ class NetworkSearch:
             # the rule of searches that should not explore (cheap searches of playout cap randomization)
             self.plain_rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction, virtual_loss=virtual_loss)
 
-    def fresh_tree(self, states: State, keys: torch.Tensor, capacity: int) -> Tree:
-        """A tree per position whose root carries the network's prior and value (one forward pass)."""
+    def fresh_tree(self, states: State, keys: torch.Tensor, capacity: int, *, reuse: Tree | None = None) -> Tree:
+        """A tree per position whose root carries the network's prior and value (one forward pass);
+        `reuse`: an earlier tree nobody reads any more, whose arrays the new one may refill."""
         prior, value = self.evaluator(states, keys)
-        return new_tree(self.game, states, capacity, keys, root_prior=prior, with_prior=True, root_value=value)
+        return new_tree(self.game, states, capacity, keys, root_prior=prior, with_prior=True, root_value=value,
+                        reuse=reuse)
 
     def search(self, tree: Tree, simulations: int, parallel: int = 1, *, explore: bool = True) -> Tree:
         """`simulations` more simulations of the rule in every tree (PUCT's search; in place),

@@ -1,0 +1,37 @@
+"""The bench's step profile (`python scripts/bench.py --only step`): its parts add up, and
+the library is left as it was found."""
+
+from __future__ import annotations
+
+import games
+from azero import bench, network
+from azero.search import kernels
+from azero.search.network_search import NetworkSearch
+from games.random import make_keys
+from networks import small_net
+
+
+def test_the_step_profile_splits_the_search_and_puts_every_timed_call_back():
+    game = games.make("tictactoe")
+    net = small_net(game)
+    originals = (kernels.Walker.gather, kernels.Walker.record, network.masked_softmax,
+                 network.NetworkEvaluator.module)
+    profile = bench._step_profile(game, net, batch=8, sims=6, seconds=0.05, repeats=1)
+
+    parts = profile["parts_ms"]
+    for part in ("walks", "network's pass", "bookkeeping", "backup", "encoding", "softmax",
+                 "tree refill and root pass", "game's step", "positions' copies"):
+        assert parts[part] > 0, part
+    # the parts are inside the step, and the search's own Python between them is what is left
+    assert sum(parts.values()) < profile["step_ms"]
+    assert profile["other_ms"] > 0
+    assert profile["besides_pass_ms"] == profile["step_ms"] - parts["network's pass"]
+    assert 0 < profile["efficiency"] < 1
+
+    # nothing timed stays wrapped: the classes, the module and the game have their own again
+    assert (kernels.Walker.gather, kernels.Walker.record, network.masked_softmax,
+            network.NetworkEvaluator.module) == originals
+    assert not {"step", "legal_mask", "result", "encode"} & set(vars(game))
+    searcher = NetworkSearch(game, net)
+    tree = searcher.search(searcher.fresh_tree(game.initial_state(2), make_keys(0, 2), 5), 4)
+    assert tree.visits[:, 0].tolist() == [4.0, 4.0]  # four simulations in each tree, searched as before
