@@ -215,9 +215,29 @@ def _learner_parts():
     return config, game, net
 
 
+def _bare_pass(searcher, roots):
+    """(module, planes, legal, precision): the network module the search calls for a batch of
+    `roots` (frozen on the CPU, maybe int8) and its inputs, for timing bare passes."""
+    from .network import as_network_input
+
+    planes, legal = searcher.game.encode(roots), searcher.game.legal_mask(roots)
+    precision = searcher.evaluator.precision_for(roots.batch_size)
+    module = searcher.evaluator.module(planes, legal, precision)
+    return module, as_network_input(planes, precision), legal, precision
+
+
+def _fast_network(config, game):
+    """The default network with a quarter of its channels (bench_puct's and bench_step's `fast_network`)."""
+    from dataclasses import replace
+
+    from .network import PolicyValueNet
+
+    torch.manual_seed(0)
+    return PolicyValueNet(replace(config.network, channels=max(1, config.network.channels // 4)), game).eval()
+
+
 def _puct_efficiency(game, net, batch: int, sims: int, seconds: float, repeats: int) -> dict:
     """Batched PUCT simulations/s against the network's bare forward passes/s, same batch."""
-    from .network import as_network_input
     from .search.network_search import NetworkSearch
 
     searcher = NetworkSearch(game, net)
@@ -230,10 +250,7 @@ def _puct_efficiency(game, net, batch: int, sims: int, seconds: float, repeats: 
         spare[0] = searcher.search(searcher.fresh_tree(roots, keys, sims + 1, reuse=spare[0]), sims)
         return float(batch * sims)
 
-    planes, legal = game.encode(roots), game.legal_mask(roots)
-    precision = searcher.evaluator.precision_for(batch)  # what the search calls: frozen on the CPU, maybe int8
-    module = searcher.evaluator.module(planes, legal, precision)
-    planes = as_network_input(planes, precision)
+    module, planes, legal, precision = _bare_pass(searcher, roots)
 
     def forward() -> float:
         with torch.inference_mode():
@@ -249,16 +266,10 @@ def bench_puct(seconds: float, repeats: int) -> dict:
     """PUCT simulations per second against the same network's bare forward passes, same batch:
     the default gomoku network, and one with a quarter of its channels (`fast_network`; its
     speed over the default's is in `speed_over_default`)."""
-    from dataclasses import replace
-
-    from .network import PolicyValueNet
-
     config, game, net = _learner_parts()
     batch, sims = config.selfplay.games, config.search.simulations
     out = _puct_efficiency(game, net, batch, sims, seconds, repeats)
-    torch.manual_seed(0)
-    fast = PolicyValueNet(replace(config.network, channels=max(1, config.network.channels // 4)), game).eval()
-    out["fast_network"] = _puct_efficiency(game, fast, batch, sims, seconds, repeats)
+    out["fast_network"] = _puct_efficiency(game, _fast_network(config, game), batch, sims, seconds, repeats)
     out["fast_network"]["speed_over_default"] = out["fast_network"]["net_evals_per_s"] / out["net_evals_per_s"]
     return out
 
@@ -308,10 +319,7 @@ def _step_profile(game, net, batch: int, sims: int, seconds: float, repeats: int
 
     searcher = NetworkSearch(game, net)
     roots, keys = game.initial_state(batch), make_keys(0, batch)
-    planes, legal = game.encode(roots), game.legal_mask(roots)
-    precision = searcher.evaluator.precision_for(batch)
-    bare_module = searcher.evaluator.module(planes, legal, precision)
-    bare_planes = network.as_network_input(planes, precision)
+    bare_module, bare_planes, legal, precision = _bare_pass(searcher, roots)
     spare = searcher.search(searcher.fresh_tree(roots, keys, sims + 1), sims)  # warm up
     with _PartTimer() as timer:
         for owner, name, part in (
@@ -366,16 +374,10 @@ def _step_profile(game, net, batch: int, sims: int, seconds: float, repeats: int
 def bench_step(seconds: float, repeats: int) -> dict:
     """Where a step of `bench_puct`'s search goes, for its two networks (milliseconds a step,
     timers around each part's calls; `other_ms` is the Python between them)."""
-    from dataclasses import replace
-
-    from .network import PolicyValueNet
-
     config, game, net = _learner_parts()
     batch, sims = config.selfplay.games, config.search.simulations
     out = {"default": _step_profile(game, net, batch, sims, seconds, repeats)}
-    torch.manual_seed(0)
-    fast = PolicyValueNet(replace(config.network, channels=max(1, config.network.channels // 4)), game).eval()
-    out["fast_network"] = _step_profile(game, fast, batch, sims, seconds, repeats)
+    out["fast_network"] = _step_profile(game, _fast_network(config, game), batch, sims, seconds, repeats)
     return out
 
 
