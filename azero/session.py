@@ -66,7 +66,8 @@ class Engine:
             raise UserError("give an engine as a player spec or a checkpoint, not both")
         check_budget(simulations, seconds)
         if spec is None:
-            spec = f"az:{checkpoint}" + (f":sims={simulations}" if simulations else "")
+            # (the colon ends the path, which may hold '=' or ':' of its own)
+            spec = f"az:{checkpoint}:" + (f"sims={simulations}" if simulations else "")
         self.game = game
         self.player: Player = make(spec, game, device=device, seed=seed)
         self.simulations, self.seconds = simulations, seconds

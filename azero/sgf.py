@@ -296,10 +296,12 @@ def game_from_sgf(record: SGFRecord) -> Game:
 
 @dataclass
 class Replay:
-    """The moves of a record as actions (passes put back) and the position they reach."""
+    """The moves of a record as actions (passes put back) and the position they reach;
+    `passes_put_in`: how many of the actions are passes the record left out."""
 
     actions: list[int]
     state: State
+    passes_put_in: int = 0
 
 
 def play_actions(game: Game, actions: list[int]) -> State:
@@ -314,10 +316,13 @@ def replay(game: Game, record: SGFRecord) -> Replay:
     """Play a record's moves from the start; GameError names the first bad move.
 
     A move by the side not to move is taken as a pass of the other side first,
-    allowed only where that pass is legal (Othello's forced passes).
+    allowed only where that pass is legal: Othello's forced passes, and in Go, where a pass
+    is always legal, a record that gives one side two moves in a row (counted in
+    `passes_put_in`, so that a caller can say the record was read with passes added).
     """
     state = game.initial_state(1)
     played: list[int] = []
+    inserted = 0
     pass_action = game.pass_action
     for number, (colour, move) in enumerate(record.moves, start=1):
         action = parse_point(game, move)
@@ -327,9 +332,10 @@ def replay(game: Game, record: SGFRecord) -> Replay:
                                 "cannot pass")
             state = game.step(state, torch.tensor([pass_action]))
             played.append(pass_action)
+            inserted += 1
         try:
             state = game.step(state, torch.tensor([action]))
         except GameError as error:
             raise GameError(f"SGF move {number} ({COLOURS[colour]}[{move}]): {error}") from None
         played.append(action)
-    return Replay(played, state)
+    return Replay(played, state, inserted)

@@ -84,6 +84,8 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
         key, eq, value = part.partition("=")
         if not eq or not key.strip() or not value.strip():
             raise GameError(f"cannot read game option {part!r} in {spec!r}; write options as key=value, e.g. gomoku:size=9,k=5")
+        if key.strip() in options:
+            raise GameError(f"game option {key.strip()} is given twice in {spec!r}")
         options[key.strip()] = value.strip()
     if not name:
         raise GameError(f"empty game spec {spec!r}; choose one of: {', '.join(names())}")

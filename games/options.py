@@ -81,9 +81,13 @@ def _number(value: float) -> str:
     return str(value) if isinstance(value, int) else f"{value:g}"
 
 
+MAX_DIGITS = 100  # longer digit strings are no number a user means (and int() refuses over 4,300 digits)
+
+
 def is_whole_number(text: str) -> bool:
-    """Digits 0-9 only: '¹' and '٣' are digits to str.isdigit, not numbers to a user or a protocol."""
-    return text.isascii() and text.isdigit()
+    """Digits 0-9 only, at most MAX_DIGITS of them: '¹' and '٣' are digits to str.isdigit, not
+    numbers to a user or a protocol, and `int(text)` is safe to call (its range is the caller's to check)."""
+    return len(text) <= MAX_DIGITS and text.isascii() and text.isdigit()
 
 
 class _NotOfKind(Exception):

@@ -177,6 +177,27 @@ def test_another_page_in_the_browser_cannot_drive_or_read_the_board(board, brows
     assert gui.session.actions[2] == free
 
 
+def test_another_page_cannot_show_the_board_in_a_frame(board, browser):
+    """A transparent frame of the board over a page of its own would get the person's clicks
+    (clickjacking); the board's answers forbid every frame."""
+    _, port = board
+    attacker = serve_attack_page()
+    try:
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{attacker.server_address[1]}/")
+        page.evaluate(f"""new Promise(done => {{
+            const frame = document.createElement("iframe");
+            frame.onload = done;
+            frame.src = "http://127.0.0.1:{port}/";
+            document.body.appendChild(frame);
+        }})""")
+        framed, board_page = page.frames[-1], f"http://127.0.0.1:{port}/"
+        # a refused frame shows Chromium's error page instead (another address, no board)
+        assert framed.url != board_page or not framed.evaluate("document.getElementById('board') !== null")
+    finally:
+        attacker.shutdown()
+
+
 def test_a_client_that_stalls_mid_request_is_dropped(monkeypatch):
     import socket
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import tempfile
+from pathlib import Path
 
 from ..errors import cli_entry
 
@@ -30,6 +32,31 @@ def torch_device(text: str) -> str:
     if problem:
         raise argparse.ArgumentTypeError(problem)
     return text
+
+
+def protocol_streams():
+    """stdin and stdout for a protocol that reads and writes lines (Piskvork, GTP, analysis):
+    input bytes that are not text in the locale's encoding become U+FFFD, so such a line is
+    refused like any garbage instead of ending the process, and output the terminal cannot
+    encode is escaped."""
+    for stream, errors in ((sys.stdin, "replace"), (sys.stdout, "backslashreplace")):
+        if hasattr(stream, "reconfigure"):  # (a test may have put a StringIO there)
+            stream.reconfigure(errors=errors)
+    return sys.stdin, sys.stdout
+
+
+def writable_folder_problem(path: str) -> str | None:
+    """Why files cannot be written into the folder `path` (made if missing), or None if they can."""
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        return "that is a file, not a folder"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        return f"cannot write there ({error.strerror or error})"
+    return None
 
 
 def check_batch(parser: argparse.ArgumentParser, batch: int | None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
 import torch
@@ -30,6 +31,12 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
     parser.add_argument("--plot", metavar="SVG", help="with ray_scaling: draw positions/s against actors to this file")
     args = parser.parse_args(argv)
+    if not (math.isfinite(args.seconds) and 0 < args.seconds <= 3600):
+        parser.error("--seconds must be above 0 and at most 3600")
+    if not 1 <= args.repeats <= 1000:
+        parser.error("--repeats must be in 1..1000")
+    if args.threads is not None and not 1 <= args.threads <= 1024:
+        parser.error("--threads must be in 1..1024")
     if args.threads:
         torch.set_num_threads(args.threads)
     ray_groups = [g for g in args.only or [] if g in RAY_GROUPS]

@@ -9,9 +9,10 @@ import sys
 
 from ..elo import MAX_GAMES
 from ..errors import cli_entry
-from . import check_batch, torch_device
+from . import check_batch, torch_device, writable_folder_problem
 
 DEFAULT_GAMES = 100
+MAX_OPENING_PLIES = 1000  # random plies opening a game; longer ones end most games before the players move
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,14 +57,17 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.games <= MAX_GAMES:
         parser.error(f"--games must be in 1..{MAX_GAMES:,}")
-    if args.opening_plies < 0:
-        parser.error("--opening-plies must be at least 0")
+    if not 0 <= args.opening_plies <= MAX_OPENING_PLIES:
+        parser.error(f"--opening-plies must be at least 0 and at most {MAX_OPENING_PLIES:,}")
     check_batch(parser, args.batch)
     game = games.make_from_spec(args.game)
     if args.sgf:
         from ..sgf import check_supported
 
         check_supported(game)
+        problem = writable_folder_problem(args.sgf)  # now, not after the whole match has been played
+        if problem:
+            parser.error(f"--sgf {args.sgf}: {problem}")
     players = []
     try:
         players.append(make(args.a, game, device=args.device, seed=args.seed))

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..errors import cli_entry
-from . import torch_device
+from . import protocol_streams, torch_device
 
 
 @cli_entry
@@ -51,4 +50,4 @@ def main(argv=None) -> int:
     # not at the first genmove
     engine = GTPEngine(game, make_engine, fixed=bool(args.checkpoint), resign_threshold=args.resign_threshold,
                        sgf_folder=args.sgf)
-    return serve(engine, sys.stdin, sys.stdout)
+    return serve(engine, *protocol_streams())

@@ -9,6 +9,8 @@ from ..errors import cli_entry
 from . import check_batch, torch_device
 from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS, MAX_CANDIDATES
 
+MAX_PLIES = 10_000  # random plies before a judged position, at most
+
 
 def build_parser() -> argparse.ArgumentParser:
     from ..arena import MAX_GAMES_AT_ONCE
@@ -52,8 +54,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.positions <= MAX_CANDIDATES:
         parser.error(f"--positions must be in 1..{MAX_CANDIDATES:,}")
-    if not 0 <= args.min_plies <= args.max_plies:
-        parser.error("need 0 <= --min-plies <= --max-plies")
+    if not 0 <= args.min_plies <= args.max_plies <= MAX_PLIES:
+        parser.error(f"need 0 <= --min-plies <= --max-plies <= {MAX_PLIES:,}")
     check_batch(parser, args.batch)
     game = games.make_from_spec(args.game)
     oracle = make_oracle(game)

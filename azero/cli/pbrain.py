@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..errors import cli_entry
-from . import torch_device
+from . import protocol_streams, torch_device
 
 
 @cli_entry
@@ -40,4 +39,4 @@ def main(argv=None) -> int:
 
     make_engine = engine_maker(args.player, checkpoint=args.checkpoint, simulations=args.sims, device=args.device,
                                seed=args.seed)
-    return serve(make_engine, sys.stdin, sys.stdout, fixed=fixed)
+    return serve(make_engine, *protocol_streams(), fixed=fixed)

@@ -10,10 +10,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..errors import cli_entry
-from . import torch_device
+from . import protocol_streams, torch_device
 
 HELP = """commands:
   a move as players write it (h8, d3, a column number such as 4, pass)
@@ -66,13 +65,15 @@ def main(argv=None) -> int:
         parser.error("--sims must be at least 1")
     if args.seconds is not None and args.seconds <= 0:
         parser.error("--seconds must be positive")
+    if not 0 <= args.port <= 65535:
+        parser.error("--port must be in 0..65535 (0: any free port)")
     game = game_from_args(args.game, args.checkpoint)
     engine = Engine(game, args.opponent, checkpoint=args.checkpoint, simulations=args.sims, seconds=args.seconds,
                     device=args.device, seed=args.seed)
     if args.analysis:
         from ..protocols.analysis import serve
 
-        return serve(engine, sys.stdin, sys.stdout)
+        return serve(engine, *protocol_streams())
     if args.gui:
         from ..web.server import run_gui
 
@@ -82,6 +83,7 @@ def main(argv=None) -> int:
         second = Engine(game, args.versus, simulations=args.sims, seconds=args.seconds, device=args.device,
                         seed=args.seed + 1)
         return watch(game, engine, second)
+    protocol_streams()  # a byte the locale cannot decode is a move that cannot be read, not a crash
     return terminal(game, engine, human=1 if args.ai_first else 0)
 
 
@@ -90,6 +92,7 @@ def say(text: str = "") -> None:
 
 
 def watch(game, first, second) -> int:
+    from ..player import RESIGN
     from ..session import GameSession, describe_analysis
 
     session = GameSession(game)
@@ -98,6 +101,9 @@ def watch(game, first, second) -> int:
     while not session.over:
         engine = engines[session.to_play]
         analysis = engine.think(session.state)
+        if int(analysis.action[0]) == RESIGN:
+            say(f"{engine.name} resigns: {engines[1 - session.to_play].name} wins")
+            return 0
         info = describe_analysis(game, analysis)
         session.play(int(analysis.action[0]))
         say(f"{engine.name} plays {info['best_move']} (win-rate {info['winrate']:.0%})")
@@ -107,28 +113,37 @@ def watch(game, first, second) -> int:
 
 
 def terminal(game, engine, human: int) -> int:
-    from games import GameError
-
+    from ..errors import USER_ERRORS
+    from ..player import RESIGN
     from ..session import GameSession, describe_analysis
 
     session = GameSession(game)
     say(f"{game.describe()}: you play "
         f"{'first' if human == 0 else 'second'} against {engine.name}. Type 'help' for commands.")
     say(game.render(session.state))
+    stopped, why = None, ""  # the moves of a position where the engine resigned or could not move
     while True:
-        if not session.over and session.to_play != human:
-            analysis = engine.think(session.state)
-            info = describe_analysis(game, analysis)
-            session.play(int(analysis.action[0]))
-            line = f"{engine.name} plays {info['best_move']}"
-            if info["visits"]:
-                line += f" (its win-rate {info['winrate']:.0%})"
-            say(line)
-            say(game.render(session.state))
-        if session.over:
-            say(f"game over: {session.result_text()}. Type 'new', 'undo' or 'quit'.")
+        if not session.over and session.to_play != human and stopped != session.actions:
+            try:
+                analysis = engine.think(session.state)
+            except USER_ERRORS as error:  # an external engine that fails, a budget the tree cannot hold
+                analysis, why = None, f"{engine.name} cannot move: {error}"
+            if analysis is None or int(analysis.action[0]) == RESIGN:
+                why = why if analysis is None else f"{engine.name} resigns: you win"
+                stopped = list(session.actions)
+            else:
+                info = describe_analysis(game, analysis)
+                session.play(int(analysis.action[0]))
+                line = f"{engine.name} plays {info['best_move']}"
+                if info["visits"]:
+                    line += f" (its win-rate {info['winrate']:.0%})"
+                say(line)
+                say(game.render(session.state))
+        if session.over or stopped == session.actions:
+            say(f"game over: {session.result_text() if session.over else why}. Type 'new', 'undo' or 'quit'.")
+        over = session.over or stopped == session.actions
         try:
-            text = input("> " if session.over else "your move > ").strip()
+            text = input("> " if over else "your move > ").strip()
         except EOFError:
             say()
             return 0
@@ -141,29 +156,40 @@ def terminal(game, engine, human: int) -> int:
             say(HELP)
         elif command == "new":
             session.new()
+            stopped = None
             say(game.render(session.state))
         elif command == "board":
             say(game.render(session.state))
         elif command == "undo":
-            # take back the engine's reply too, so it is your move again
-            if not session.actions:
+            # back to the last position where it was your move (the engine's reply is taken back too)
+            turns = [ply for ply in range(len(session.actions)) if int(session.state_at(ply).to_play[0]) == human]
+            if not turns:
                 say("nothing to undo")
                 continue
-            session.undo(1)
-            if session.actions and session.to_play != human:
-                session.undo(1)
+            session.undo(len(session.actions) - turns[-1])
+            stopped = None
             say(game.render(session.state))
         elif command == "hint":
-            if session.over:
+            if over:
                 say("the game is over")
                 continue
-            info = describe_analysis(game, engine.think(session.state))
+            try:
+                analysis = engine.think(session.state)
+            except USER_ERRORS as error:
+                say(f"no hint: {error}")
+                continue
+            if int(analysis.action[0]) == RESIGN:
+                say(f"hint: {engine.name} would resign here")
+                continue
+            info = describe_analysis(game, analysis)
             extra = f", win-rate for you {info['winrate']:.0%}" if info["visits"] else ""
             say(f"hint: {info['best_move']}{extra}" + (f"; line: {' '.join(info['pv'][:6])}" if info["visits"] else ""))
+        elif over:
+            say("the game is over: type 'new', 'undo' or 'quit'")
         else:
             try:
                 session.play(session.parse(text))
-            except GameError as error:
+            except USER_ERRORS as error:
                 say(f"{error} (type 'help' for commands)")
                 continue
             say(game.render(session.state))

@@ -19,9 +19,10 @@ from ..player import MAX_SECONDS, Player
 
 SEED = Option(None, int, help="random seed, the command's seed unless given")
 SPARE_TREE_BYTES = 512 << 20  # search players keep their last tree for reuse up to this size
+MAX_PARALLEL = 1024  # leaves a step gathers from one tree, at most: far more than any evaluator's useful batch
 PARALLEL = Option(
-    "auto", str, check=lambda text: text == "auto" or (is_whole_number(text) and int(text) >= 1),
-    allowed="auto or a whole number at least 1", metavar="K",
+    "auto", str, check=lambda text: text == "auto" or (is_whole_number(text) and 1 <= int(text) <= MAX_PARALLEL),
+    allowed=f"auto or a whole number at least 1 and at most {MAX_PARALLEL}", metavar="K",
     help="leaves each search step gathers from the tree for one evaluator call (auto: from the budget)",
 )
 SECONDS = Option(None, float, low=0.001, high=MAX_SECONDS, metavar="S",

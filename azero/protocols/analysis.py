@@ -17,6 +17,7 @@ limit where it is one, and the engine keeps reading. {"id": ..., "quit": true} o
 from __future__ import annotations
 
 import json
+import math
 from typing import TextIO
 
 from games import GameError
@@ -49,27 +50,53 @@ def answer(engine: Engine, request: dict) -> dict:
     return {"to_play": "first" if session.to_play == 0 else "second", **info}
 
 
+def _no_constant(name: str):
+    raise UserError(f"{name} is not a number a request may hold (JSON has no {name})")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise UserError(f"{text} is too large a number for a request")
+    return value
+
+
+def read_request(line: str) -> dict:
+    """One request line as a dict; UserError saying why it cannot be one."""
+    try:
+        request = json.loads(line, parse_constant=_no_constant, parse_float=_finite)
+    except json.JSONDecodeError as error:
+        raise UserError(f"cannot read request as JSON: {error.msg} at column {error.colno}") from None
+    except RecursionError:
+        raise UserError("cannot read request as JSON: nested too deeply") from None
+    except UserError:  # (_no_constant's)
+        raise
+    except ValueError:  # json reads integers with int(), which refuses over 4,300 digits
+        raise UserError("cannot read request as JSON: a number with too many digits") from None
+    if not isinstance(request, dict):
+        raise UserError("a request is a JSON object, e.g. {\"id\": 1, \"moves\": []}")
+    return request
+
+
 def serve(engine: Engine, source: TextIO, sink: TextIO) -> int:
     for line in source:
         if not line.strip():
             continue
         request_id = None
         try:
-            request = json.loads(line)
-            if not isinstance(request, dict):
-                raise UserError("a request is a JSON object, e.g. {\"id\": 1, \"moves\": []}")
+            request = read_request(line)
             request_id = request.get("id")
+            if not isinstance(request.get("quit", False), bool):
+                raise UserError("quit takes true (stop the engine) or false")
             if request.get("quit"):
+                if set(request) - {"id", "quit"}:
+                    raise UserError('a request that quits has no key but id: {"id": ..., "quit": true}')
                 sink.write(json.dumps({"id": request_id, "quit": True}) + "\n")
                 sink.flush()
                 return 0
             reply = {"id": request_id, **answer(engine, request)}
-        except json.JSONDecodeError as error:
-            reply = {"id": None, "error": f"cannot read request as JSON: {error.msg} at column {error.colno}"}
         except (UserError, GameError) as error:
             reply = {"id": request_id, "error": str(error)}
-        except RecursionError:
-            reply = {"id": None, "error": "cannot read request as JSON: nested too deeply"}
         except Exception as error:  # a bug must not end the engine either
             reply = {"id": request_id, "error": f"internal error: {type(error).__name__}: {error}"}
         sink.write(json.dumps(reply) + "\n")

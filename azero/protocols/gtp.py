@@ -44,7 +44,7 @@ from typing import Callable, TextIO
 
 import torch
 
-from games import Game, GameError
+from games import Game, GameError, State
 from games.options import is_whole_number
 
 from .. import __version__
@@ -91,7 +91,7 @@ class Clock:
                 allowed = min(time_left, self.byo_yomi_time)
             else:  # main time, with a period to spend on each move after it
                 allowed = time_left / max(moves_to_play, 1) + self.byo_yomi_time
-            return max(0.01, allowed * MARGIN - OVERHEAD)
+            return min(max(0.01, allowed * MARGIN - OVERHEAD), MAX_SECONDS)
         if self.main_time is None or (self.byo_yomi_stones == 0 and self.byo_yomi_time > 0):
             return None  # no settings, or GTP's "no time limit" (byo-yomi time without stones)
         time_left, stones = self.left.get(colour, (self.main_time, 0))
@@ -145,20 +145,25 @@ class GTPEngine:
 
     @property
     def engine(self) -> Engine:
-        spec = self.game.spec
+        return self._engine_for(self.game)
+
+    def _engine_for(self, game: Game) -> Engine:
+        spec = game.spec
         if spec not in self.engines:
             if len(self.engines) >= KEPT_ENGINES:  # a controller stepping through komis holds a few, not all
                 del self.engines[next(iter(self.engines))]
-            self.engines[spec] = self.make_engine(self.game)
+            self.engines[spec] = self.make_engine(game)
         self.engines[spec] = self.engines.pop(spec)  # most recently used last
         return self.engines[spec]
 
     def _new_game(self, game: Game) -> None:
+        # the engine for a new board size or komi is made (and prepared) now, not at genmove, and
+        # first: where it cannot be made (a checkpoint of another game) the game so far stays
+        self._engine_for(game)
         self.session = GameSession(game)
         self.implicit: list[bool] = []  # per move: a pass this engine put in (undone with the next move)
         self.engine_colours: set[int] = set()
         self.resigned: int | None = None
-        self.engine  # an engine for a new board size or komi is made (and prepared) now, not at genmove
 
     def _remake(self, refusal: str, **options) -> Game:
         """The game with other options; GameError starting with `refusal` if it cannot be played."""
@@ -170,16 +175,21 @@ class GTPEngine:
             raise GameError(f"{refusal}: this network plays {self.fixed.spec} only")
         return game
 
-    def _turn(self, colour: int) -> bool:
-        """Check `colour` may move now; True if the side to move must pass first."""
+    def _turn(self, colour: int) -> tuple[State, bool]:
+        """Check `colour` may move now: the position it moves in, and True if the side to move
+        must pass first (GTP lets a controller give one colour two moves in a row)."""
         if self.session.over:
             raise GameError("illegal move: the game is over")
+        state = self.session.state
         if colour == self.session.to_play:
-            return False
+            return state, False
+        name = COLOUR_NAMES[self.session.to_play]
         if self.game.pass_action not in self.session.legal():
-            name = COLOUR_NAMES[self.session.to_play]
             raise GameError(f"illegal move: it is {name}'s turn and {name} has a move, so cannot pass")
-        return True
+        state = self.game.step(state, torch.tensor([self.game.pass_action]))
+        if bool(state.done[0]):
+            raise GameError(f"illegal move: it is {name}'s turn, and a pass by {name} would end the game")
+        return state, True
 
     # -- commands --------------------------------------------------------------------------------
     def handle(self, line: str) -> bool:
@@ -244,6 +254,7 @@ class GTPEngine:
         if not is_whole_number(size):
             raise GameError(f"syntax error: boardsize {size!r} is not a number")
         game = self._remake("unacceptable size", size=int(size))
+        self._engine_for(game)  # (before the game so far is saved and cleared)
         self._save()
         self._new_game(game)
 
@@ -295,11 +306,8 @@ class GTPEngine:
         kind = args[0].lower() if args else ""
         if kind not in counts or len(args) != counts[kind]:
             raise GameError(f"syntax error: write {usage}")
-        try:
-            main = float(args[1]) if len(args) > 1 else 0.0
-            period, count = (float(args[2]), int(args[3])) if len(args) == 4 else (0.0, 0)
-        except ValueError:
-            raise GameError(f"syntax error: kgs-time_settings {kind} takes numbers") from None
+        values = _time_numbers(args[1:], (float, float, int), f"kgs-time_settings {kind}")
+        main, period, count = values + [0.0, 0.0, 0][len(values):]
         if kind == "none":
             self.clock = Clock()
         elif kind == "byoyomi" and count > 0:
@@ -330,10 +338,7 @@ class GTPEngine:
         colour = parse_colour(text)
         if self.session.over:
             return "pass"
-        must_pass = self._turn(colour)
-        state = self.session.state
-        if must_pass:
-            state = self.game.step(state, torch.tensor([self.game.pass_action]))
+        state, must_pass = self._turn(colour)
         legal = self.game.legal_actions(state)
         if len(legal) == 1:
             action = legal[0]
@@ -362,10 +367,7 @@ class GTPEngine:
         colour_text, vertex = self._arguments(args, 2, "play COLOR VERTEX")
         colour = parse_colour(colour_text)
         action = parse_vertex(self.game, vertex)
-        must_pass = self._turn(colour)
-        state = self.session.state
-        if must_pass:
-            state = self.game.step(state, torch.tensor([self.game.pass_action]))
+        state, must_pass = self._turn(colour)
         if action not in self.game.legal_actions(state):
             raise GameError(f"illegal move: {self.game.illegal_reason(state, action)}")
         if must_pass:

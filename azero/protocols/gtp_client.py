@@ -149,7 +149,8 @@ class GTPPlayer(Player):
         self.argv, self.spec = argv, spec
         self.client: GTPClient | None = None
         self.known = None  # the position the engine has seen; None until a game starts
-        self.actions: list[int] = []
+        self.actions: list[int] = []  # the moves that led there
+        self.seen: list = []  # the positions after each of them, the start first
 
     def reset(self) -> None:
         self.known = None
@@ -167,6 +168,7 @@ class GTPPlayer(Player):
         if self.game.komi is not None:
             self.client.ask(f"komi {float(self.game.komi):g}")
         self.known, self.actions = self.game.initial_state(1), []
+        self.seen = [self.known]
 
     def act(self, states, keys=None):
         if states.batch_size != 1:
@@ -177,22 +179,37 @@ class GTPPlayer(Player):
         self._catch_up(states)
         action = self._engine_move(states)
         if action != RESIGN:
-            self.known = self.game.step(states, torch.tensor([action]))
-            self.actions.append(action)
+            self._record(self.game.step(states, torch.tensor([action])), action)
         return torch.tensor([action], device=device)
+
+    def _record(self, state, action: int) -> None:
+        self.known = state
+        self.actions.append(action)
+        self.seen.append(state)
 
     def _moves_so_far(self) -> str:
         return " ".join(format_vertex(self.game, a) for a in self.actions) or "none"
 
     def _catch_up(self, state) -> None:
         """Tell the engine the moves that lead from what it knows to `state`: the opponent's
-        reply, or up to CATCH_UP_PLIES moves made by neither player (a match's random opening)."""
+        reply, or up to CATCH_UP_PLIES moves made by neither player (a match's random opening).
+        A position that does not follow from what the engine knows (a person took moves back,
+        or played on after asking for a hint, which the engine played on its own board) is
+        reached from the latest position of this game it follows from: the engine's board is
+        cleared and that position's moves played again."""
         if state.equal(self.known):
             return
-        path = self._path_to(state)
+        path = self._path_from(self.known, state)
         if path is None:
-            raise UserError(f"{self.spec}: the position is not up to {CATCH_UP_PLIES} moves on from the last one "
-                            f"it saw (moves so far: {self._moves_so_far()}); games must be played move by move")
+            path = self._rewind(state)
+        if path is None:
+            raise UserError(f"{self.spec}: the position is not up to {CATCH_UP_PLIES} moves on from one it saw "
+                            f"(moves so far: {self._moves_so_far()}); games must be played move by move")
+        self._tell(path)
+        self.known = state
+
+    def _tell(self, path: list[int]) -> None:
+        """Play `path` on the engine's board, from the position it knows."""
         for action in path:
             colour = COLOUR_NAMES[int(self.known.to_play[0])]
             vertex = format_vertex(self.game, action)
@@ -202,18 +219,36 @@ class GTPPlayer(Player):
                 except GTPRefusal as error:
                     raise UserError(f"{error}, but {vertex} is legal for {colour} here "
                                     f"(moves so far: {self._moves_so_far()})") from None
-            self.known = self.game.step(self.known, torch.tensor([action]))
-            self.actions.append(action)
-        self.known = state
+            self._record(self.game.step(self.known, torch.tensor([action])), action)
 
-    def _path_to(self, state) -> list[int] | None:
-        """Moves that lead from the position the engine knows to `state` (the first such
-        sequence found), or None if there are none within CATCH_UP_PLIES: every sequence of
-        that many legal moves is played out at once, as one batch."""
-        plies = int(state.move_number[0]) - int(self.known.move_number[0])
+    def _rewind(self, state) -> list[int] | None:
+        """Take the engine back to the latest position it saw in this game from which `state`
+        follows within CATCH_UP_PLIES moves, and return those moves (None if there is none:
+        nothing is changed then)."""
+        target = int(state.move_number[0])
+        for index in range(len(self.seen) - 1, -1, -1):
+            start = self.seen[index]
+            plies = target - int(start.move_number[0])
+            if plies < 0:
+                continue
+            if plies > CATCH_UP_PLIES:
+                return None
+            path = [] if state.equal(start) else self._path_from(start, state)
+            if path is not None:
+                moves = self.actions[:index]
+                self._start_game()
+                self._tell(moves)
+                return path
+        return None
+
+    def _path_from(self, start, state) -> list[int] | None:
+        """Moves that lead from `start` to `state` (the first such sequence found), or None if
+        there are none within CATCH_UP_PLIES: every sequence of that many legal moves is played
+        out at once, as one batch."""
+        plies = int(state.move_number[0]) - int(start.move_number[0])
         if not 1 <= plies <= CATCH_UP_PLIES:
             return None
-        frontier, paths = self.known, torch.zeros(1, 0, dtype=torch.long)
+        frontier, paths = start, torch.zeros(1, 0, dtype=torch.long)
         for _ in range(plies):
             rows, actions = self.game.legal_mask(frontier).nonzero(as_tuple=True)
             if not 0 < rows.numel() <= CATCH_UP_POSITIONS:

@@ -32,8 +32,14 @@ from ..errors import UserError
 from ..player import MAX_SECONDS
 from ..session import Engine
 
+MAX_INFO_MS = 86_400_000  # INFO times are read up to a day (they are milliseconds)
 MARGIN = 0.85  # share of the allowed time spent searching, at most
 RESERVE = 0.08  # seconds kept, at least, for the last search step, the reply and a busy machine's delays
+
+
+def one_line(error: Exception) -> str:
+    """An error's message as one line (a reply is one line; torch's messages may have several)."""
+    return " ".join(str(error).split())
 
 
 def brain_game(width: int, height: int, exact: bool) -> games.Game:
@@ -80,9 +86,15 @@ class Brain:
         if self.fixed is not None and brain_game(width, height, self.exact) != self.fixed:
             fixed_height, fixed_width = self.fixed.board_shape
             raise GameError(f"this network plays {fixed_width}x{fixed_height} only")
+        before = self.width, self.height
         self.width, self.height = width, height
         self.engine = None  # let go of the old engine before the new one is made and settled
-        self.engine = self.make_engine(self._game())
+        try:
+            self.engine = self.make_engine(self._game())
+        except BaseException:
+            self.width, self.height = before  # no game until a START succeeds (the old engine is gone)
+            self.board.clear()
+            raise
         self.board.clear()
 
     def _need_start(self) -> None:
@@ -140,18 +152,17 @@ class Brain:
     def handle(self, line: str) -> bool:
         """Carry out one line; False after END."""
         text = line.strip()
-        if self.in_board:
-            return self._board_line(text)
-        if not text:
+        if not text and not self.in_board:
             return True
         command, _, rest = text.partition(" ")
-        command = command.upper()
         try:
-            return self._command(command, rest.strip())
-        except GameError as error:
-            self.write(f"ERROR {error}")
-        except UserError as error:
-            self.write(f"ERROR {error}")
+            if self.in_board:
+                return self._board_line(text)
+            return self._command(command.upper(), rest.strip())
+        except (GameError, UserError) as error:
+            self.write(f"ERROR {one_line(error)}")
+        except Exception as error:  # a fault of ours: said in one line, and the brain keeps serving
+            self.write(f"ERROR internal error: {type(error).__name__}: {one_line(error)}")
         return True
 
     def _command(self, command: str, rest: str) -> bool:
@@ -181,7 +192,7 @@ class Brain:
             self._place(square, 2)
             try:
                 self._move()
-            except GameError:
+            except BaseException:
                 del self.board[square]
                 raise
         elif command == "PLAY":
@@ -206,7 +217,7 @@ class Brain:
         elif command == "END":
             return False
         else:
-            self.write(f"UNKNOWN command {command}; this brain knows START, RECTSTART, RESTART, BEGIN, TURN, "
+            self.write(f"UNKNOWN command {command!r}; this brain knows START, RECTSTART, RESTART, BEGIN, TURN, "
                        "BOARD, INFO, TAKEBACK, PLAY, ABOUT, END")
         return True
 
@@ -224,22 +235,26 @@ class Brain:
                     raise GameError(f"cannot read board line {line!r}; write x,y,field with field 1, 2 or 3")
                 self._place(self._square(line), 1 if parts[2] == "1" else 2)
             self._move()
-        except GameError as error:
+        except BaseException:
             self.board = saved
-            self.write(f"ERROR {error}")
+            raise
         return True
 
     def _info(self, rest: str) -> None:
         key, _, value = rest.partition(" ")
         key = key.lower()
-        try:
-            number = int(value.strip()) if value.strip() else None
-        except ValueError:
-            number = None
-        if key == "timeout_turn" and number is not None:
-            self.timeout_turn = number / 1000.0 if number > 0 else 0.05
-        elif key == "time_left" and number is not None:
-            self.time_left = number / 1000.0
+        text = value.strip()
+        digits = text.removeprefix("-")
+        number = int(text) if is_whole_number(digits) else None
+        milliseconds = number
+        if number is None and digits.isascii() and digits.isdigit():  # more digits than a number has
+            milliseconds = -MAX_INFO_MS if text.startswith("-") else MAX_INFO_MS
+        if milliseconds is not None:  # a day at most: a longer time means no limit (and no float overflows)
+            milliseconds = max(min(milliseconds, MAX_INFO_MS), -MAX_INFO_MS)
+        if key == "timeout_turn" and milliseconds is not None:
+            self.timeout_turn = milliseconds / 1000.0 if milliseconds > 0 else 0.05
+        elif key == "time_left" and milliseconds is not None:
+            self.time_left = milliseconds / 1000.0
         elif key == "rule" and number is not None:
             if number & 4:
                 raise GameError("renju rules are not supported (freestyle and exactly-five only)")
@@ -248,11 +263,14 @@ class Brain:
             exact = bool(number & 1)
             if exact != self.exact and self.fixed is not None:
                 raise GameError(f"this network plays {self.fixed.describe()} only")
-            if exact != self.exact:
-                self.exact = exact
-                if self.engine is not None:
-                    self.engine = None
-                    self.engine = self.make_engine(self._game())
+            if exact != self.exact and self.engine is not None:
+                self.engine = None  # let go of the old engine before the new one is made
+                try:
+                    self.engine = self.make_engine(brain_game(self.width, self.height, exact))
+                except BaseException:
+                    self.engine = self.make_engine(self._game())  # the rule before, whose engine was made once
+                    raise
+            self.exact = exact
         # other keys (timeout_match, max_memory, game_type, folder, evaluate) need nothing
 
 

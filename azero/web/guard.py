@@ -12,7 +12,7 @@ there. So every request is checked before it is answered:
   (Origin, Sec-Fetch-Site), that must be the board's own page. A request with neither
   header comes from a program, not from a page in a browser (browsers send Origin with
   every POST from a page).
-* A body is read only up to MAX_BODY bytes and only as long as Content-Length says, and a
+* A body is read only up to MAX_BODY bytes (MAX_SGF_BODY for an SGF file) and only as long as Content-Length says, and a
   connection that stalls for READ_SECONDS is closed (it would hold a thread for ever).
 """
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 from games.options import is_whole_number
 
 MAX_BODY = 64 << 10  # bytes; the board's requests are a few dozen
+MAX_SGF_BODY = 8 << 20  # bytes of an SGF upload: the GUI's 1,000,000 characters, JSON-escaped
 READ_SECONDS = 20.0  # a connection that sends nothing for this long is closed
 
 
@@ -58,14 +59,14 @@ def check_sender(headers, port: int) -> None:
         raise Refused(415, f"send the body as JSON with Content-Type: application/json, not {kind or 'none'}")
 
 
-def body_length(headers) -> int:
-    """The body's size from Content-Length, checked against MAX_BODY (0 without one)."""
+def body_length(headers, limit: int = MAX_BODY) -> int:
+    """The body's size from Content-Length, checked against `limit` bytes (0 without one)."""
     if headers.get("Transfer-Encoding"):
         raise Refused(411, "send the body with a Content-Length, not in chunks")
     text = (headers.get("Content-Length") or "0").strip()
     if not is_whole_number(text):
         raise Refused(400, f"Content-Length {text!r} is not a number of bytes")
     length = int(text)
-    if length > MAX_BODY:
-        raise Refused(413, f"the body is {length:,} bytes; this server reads at most {MAX_BODY:,}")
+    if length > limit:
+        raise Refused(413, f"the body is {length:,} bytes; this server reads at most {limit:,} here")
     return length

@@ -42,6 +42,7 @@ PROGRESS_SECONDS = 0.2  # live analysis is stored for the page at most this ofte
 MAX_SGF_CHARACTERS = 1_000_000
 KEEP_ANALYSES = 5000  # beyond this many positions, analyses off the game's lines are dropped
 SETTINGS = ("human", "simulations", "seconds", "ponder")
+NEW_GAME = ("game", "human", "simulations")
 
 
 @dataclass
@@ -155,13 +156,23 @@ class Gui:
             return job("ponder", self.ply)
         return None
 
+    def _choose_job(self) -> Job | None:
+        """_next_job, or None with the problem shown (and no work until something changes) if
+        choosing fails: a fault of ours must not end the engine's thread."""
+        try:
+            return self._next_job()
+        except Exception as error:
+            self.message = f"engine error: {type(error).__name__}: {error}"
+            self.blocked = self.generation
+            return None
+
     def _work(self) -> None:
         while True:
             with self.lock:
-                job = self._next_job()
+                job = self._choose_job()
                 while job is None and not self.stop:
                     self.lock.wait(timeout=0.5)
-                    job = self._next_job()
+                    job = self._choose_job()
                 if self.stop:
                     return
                 self.job, engine, limit = job, self.engine, self.node_limit
@@ -204,7 +215,9 @@ class Gui:
         def should_stop() -> bool:
             if self.stop or job.generation != self.generation:
                 return True
-            return job.kind == "ponder" and (not self.ponder or visits[0] >= limit)
+            if visits[0] >= limit:  # the tree's memory: a time budget has no other bound
+                return True
+            return job.kind == "ponder" and not self.ponder
 
         budget = {"graph": {"simulations": GRAPH_SIMULATIONS, "seconds": None},
                   "ponder": {"simulations": None, "seconds": PONDER_SECONDS}}.get(job.kind, {})
@@ -347,9 +360,12 @@ class Gui:
                 raise GameError("the game is over here: step back, undo, or start a new game")
             if self._engine_to_move():
                 raise GameError("wait: it is the engine's turn")
+            if not 0 <= action < self.game.num_actions:
+                raise GameError(f"{action} is not a move of {self.game.describe()} (actions are 0 to "
+                                f"{self.game.num_actions - 1})")
             if action not in self.game.legal_actions(state):
-                text = self.game.format_action(action) if 0 <= action < self.game.num_actions else str(action)
-                raise GameError(f"{text} is not a legal move: {self.game.illegal_reason(state, action)}")
+                raise GameError(f"{self.game.format_action(action)} is not a legal move: "
+                                f"{self.game.illegal_reason(state, action)}")
             if self.ply < len(line) and line[self.ply] == action:
                 self.ply += 1
                 return self._changed()
@@ -380,17 +396,16 @@ class Gui:
     def goto(self, ply, *, main_line: bool = False) -> None:
         """Show the position after `ply` moves of the line (of the game's own moves if `main_line`)."""
         with self.lock:
-            if main_line:
-                if self.main_line is None:
-                    raise GameError("there is no variation to leave: this is the game")
-                moves = self.main_line
-                self.session = GameSession(self.game)
-                for action in moves:
-                    self.session.play(action)
-                self.main_line = None
-            length = len(self.session.actions)
+            if main_line and self.main_line is None:
+                raise GameError("there is no variation to leave: this is the game")
+            length = len(self.main_line if main_line else self.session.actions)
             if isinstance(ply, bool) or not isinstance(ply, int) or not 0 <= ply <= length:
                 raise GameError(f"ply must be a whole number from 0 to {length}")
+            if main_line:  # (only once the request is known to be good: a refused one changes nothing)
+                session = GameSession(self.game)
+                for action in self.main_line:
+                    session.play(action)
+                self.session, self.main_line = session, None
             self.ply = ply
             self._changed()
 
@@ -430,6 +445,9 @@ class Gui:
 
     def new(self, options: dict) -> None:
         """A new game: options `game` (a spec), `human` (0, 1 or "both"), `simulations`."""
+        unknown = sorted(set(options) - set(NEW_GAME))
+        if unknown:
+            raise GameError(f"unknown option {unknown[0]} for a new game; the options are {', '.join(NEW_GAME)}")
         with self.lock:
             human = parse_human(options["human"]) if "human" in options else self.human
             spec = options.get("game")
@@ -439,10 +457,10 @@ class Gui:
             sims = options.get("simulations")
             if sims is not None:
                 sims = self._check_simulations(sims, self.node_limit if game == self.game else tree_node_limit(game))
-            self._use_engine(game, sims)
+            note = self._use_engine(game, sims)
             self.human = human
             self._start_game(game)
-            self._changed("new game")
+            self._changed("new game" + note)
 
     def load_sgf(self, text) -> None:
         """Show the game of an SGF record at its end; the person then plays both sides (the engine
@@ -454,12 +472,16 @@ class Gui:
         record = read_sgf(text)
         with self.lock:
             game = self._other_game(game_from_sgf(record))
-            moves = replay(game, record).actions
-            self._use_engine(game, None)
+            played = replay(game, record)
+            moves = played.actions
+            note = self._use_engine(game, None)
             self.human = None
             self._start_game(game, moves)
             self.players = (record.properties.get("PB", [""])[0], record.properties.get("PW", [""])[0])
-            self._changed(f"loaded {len(moves)} moves; you play both sides until you choose one")
+            if played.passes_put_in and not game.forced_pass:
+                note += (f" ({played.passes_put_in} pass{'es' if played.passes_put_in > 1 else ''} put in where "
+                         "the record gives one side two moves in a row)")
+            self._changed(f"loaded {len(moves)} moves; you play both sides until you choose one" + note)
 
     def _other_game(self, game: Game) -> Game:
         """`game` if the GUI may switch to it (a network plays its own game only)."""
@@ -470,11 +492,21 @@ class Gui:
                 raise GameError(f"the GUI shows board games; {game.name} has no board")
         return game
 
-    def _use_engine(self, game: Game, simulations: int | None) -> None:
-        if game != self.game or simulations is not None:
-            self.engine = Engine(game, self.opponent_spec, checkpoint=self.checkpoint,
-                                 simulations=simulations if simulations is not None else self.engine.simulations,
-                                 seconds=None if simulations is not None else self.engine.seconds, device=self.device)
+    def _use_engine(self, game: Game, simulations: int | None) -> str:
+        """The engine for `game`, at `simulations` a move or the budget the page set before
+        (lowered to what the new board's tree may hold); returns a note for the message where
+        it was lowered."""
+        if game == self.game and simulations is None:
+            return ""
+        note, seconds = "", None
+        if simulations is None:  # the budget set before, simulations or seconds
+            simulations, seconds = self.engine.simulations, self.engine.seconds
+            limit = tree_node_limit(game)
+            if simulations is not None and simulations > limit:
+                simulations, note = limit, f" (at {limit} simulations a move, the most this board's tree may hold)"
+        self.engine = Engine(game, self.opponent_spec, checkpoint=self.checkpoint, simulations=simulations,
+                             seconds=seconds, device=self.device)
+        return note
 
     def close(self, wait: float = 10.0) -> None:
         """Stop the engine's thread, waiting up to `wait` seconds for its search to notice."""

@@ -38,6 +38,13 @@ from .gui import Gui
 
 __all__ = ["Gui", "make_handler", "run_gui", "start_server"]
 
+# no other page may frame the board: a transparent frame over a page of its own would get the
+# person's clicks (X-Frame-Options for older browsers, frame-ancestors for the others)
+PAGE_HEADERS = {
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
 STATIC = {"/": ("index.html", "text/html"), "/style.css": ("style.css", "text/css"),
           **{f"/{name}": (name, "text/javascript") for name in ("app.js", "board.js", "graph.js")}}
 
@@ -48,6 +55,11 @@ def make_handler(gui: Gui):
 
         def log_message(self, format, *args):  # quiet
             pass
+
+        def end_headers(self):
+            for name, value in PAGE_HEADERS.items():
+                self.send_header(name, value)
+            super().end_headers()
 
         def _send(self, code: int, body: bytes, kind: str) -> None:
             self.send_response(code)
@@ -89,7 +101,14 @@ def make_handler(gui: Gui):
         def do_GET(self):
             if self._refused(changes_state=False):
                 return None
-            path = self.path.split("?")[0]
+            try:
+                return self._get(self.path.split("?")[0])
+            except ConnectionError:  # the page went away mid-answer: nobody to tell
+                return None
+            except Exception as error:  # a bug answers an error and the board keeps serving
+                return self._json(500, {"error": f"internal error: {type(error).__name__}: {error}"})
+
+        def _get(self, path: str):
             if path == "/api/state":
                 return self._json(200, gui.snapshot())
             if path == "/api/sgf":
@@ -114,7 +133,8 @@ def make_handler(gui: Gui):
             if self._refused(changes_state=True):
                 return None
             try:
-                body = self.rfile.read(guard.body_length(self.headers))
+                limit = guard.MAX_SGF_BODY if self.path == "/api/sgf" else guard.MAX_BODY
+                body = self.rfile.read(guard.body_length(self.headers, limit))
             except guard.Refused as refusal:
                 self.close_connection = True
                 return self._json(refusal.status, {"error": refusal.message})

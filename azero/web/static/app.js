@@ -185,7 +185,10 @@ async function saveSgf() {
 async function openSgf() {
   const file = $("sgf-file").files[0];
   $("sgf-file").value = "";
-  if (file) await post("/api/sgf", {sgf: await file.text()});
+  if (!file) return;
+  // the server reads 1,000,000 characters at most: a larger file is not read into the page at all
+  if (file.size > 4_000_000) { showError(`that SGF file is too big (${file.size.toLocaleString()} bytes)`); return; }
+  await post("/api/sgf", {sgf: await file.text()});
 }
 
 function setStrength() {

@@ -1,0 +1,324 @@
+"""Inputs a review of the protocol engines and the browser board found to kill them, hang them or
+leave them half-changed: each now gets one readable refusal, the process keeps serving, and
+what was there before a refused request is still there after it."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import torch
+
+import games
+from azero.checkpoint import atomic_save, network_checkpoint
+from azero.errors import UserError
+from azero.player import MAX_SECONDS
+from azero.protocols import analysis
+from azero.protocols.gtp import Clock, GTPEngine
+from azero.players.flatmc import FlatMCPlayer
+from azero.protocols.piskvork import Brain
+from azero.session import Engine
+from azero.web.server import Gui, start_server
+from games import GameError
+from games.options import MAX_DIGITS, is_whole_number
+from games.random import make_keys
+from networks import small_net
+
+
+def test_a_digit_string_too_long_to_be_a_number_is_not_one():
+    assert is_whole_number("9" * MAX_DIGITS) and int("9" * MAX_DIGITS) > 0
+    assert not is_whole_number("9" * (MAX_DIGITS + 1))  # int() of 4,301 digits raises; such text is no number
+
+
+class FailingEngine:
+    """An engine whose search fails as a bug of ours would."""
+
+    def __init__(self, game):
+        self.game = game
+
+    def think(self, state, **budget):
+        raise RuntimeError("a fault of ours")
+
+
+def brain(make_engine=lambda game: Engine(game, "random")) -> tuple[Brain, list[str]]:
+    replies: list[str] = []
+    return Brain(make_engine, write=replies.append), replies
+
+
+def test_the_piskvork_brain_answers_absurd_numbers_and_keeps_serving():
+    player, replies = brain()
+    for line in ("INFO timeout_turn 1000", "INFO timeout_turn 1" + "0" * 400, "INFO time_left " + "9" * 50,
+                 "START " + "9" * 5000, "RECTSTART 8," + "9" * 5000, "START 8", "TURN 1," + "9" * 5000,
+                 "FOO\rB\x85R"):
+        assert player.handle(line) is True
+    assert replies[:3] == ["ERROR START needs a board size, e.g. START 15", "ERROR RECTSTART needs width,height", "OK"]
+    assert replies[3].startswith("ERROR cannot read coordinates")
+    assert replies[4].startswith("UNKNOWN command 'FOO\\rB\\x85R'") and "\r" not in replies[4]
+    assert player.timeout_turn == player.time_left == 86_400.0  # a time past a day is read as a day
+    player.handle("BEGIN")
+    assert len(replies) == 6 and replies[5].count(",") == 1 and not replies[5].startswith("ERROR")
+
+
+def test_a_fault_in_the_brains_search_is_one_error_line_and_takes_the_turn_back():
+    player, replies = brain(FailingEngine)
+    player.handle("START 8")
+    player.handle("TURN 3,3")
+    assert replies == ["OK", "ERROR internal error: RuntimeError: a fault of ours"]
+    assert player.board == {}  # the opponent's stone of the failed TURN is taken back
+    player.handle("BOARD")
+    for line in ("3,3,2", "4,4,1", "5,5,2", "DONE"):
+        player.handle(line)
+    assert replies[-1] == "ERROR internal error: RuntimeError: a fault of ours" and player.board == {}
+    player.handle("ABOUT")
+    assert replies[-1].startswith('name="azero"')
+
+
+def test_a_brain_whose_engine_cannot_be_made_keeps_what_it_had():
+    def make_engine(game):
+        if game.exact or game.board_shape == (9, 9):  # as a checkpoint of another game refuses
+            raise UserError(f"cannot play {game.spec}")
+        return Engine(game, "random")
+
+    player, replies = brain(make_engine)
+    player.handle("START 8")
+    player.handle("INFO rule 1")
+    assert replies[-1].startswith("ERROR cannot play") and not player.exact
+    player.handle("BEGIN")  # still the freestyle game of START 8
+    assert replies[-1].count(",") == 1 and not replies[-1].startswith("ERROR")
+    player.handle("START 9")
+    assert replies[-1].startswith("ERROR cannot play")
+    player.handle("BEGIN")
+    assert replies[-1] == "ERROR no game: send START first"
+    player.handle("START 8")
+    player.handle("BEGIN")
+    assert replies[-2] == "OK" and replies[-1].count(",") == 1
+
+
+def gtp(make_engine=lambda game: Engine(game, "random"), spec="go:size=5") -> tuple[GTPEngine, list[str]]:
+    replies: list[str] = []
+    return GTPEngine(games.make_from_spec(spec), make_engine, write=replies.append), replies
+
+
+def test_gtp_refuses_a_move_whose_implicit_pass_would_end_the_game():
+    engine, replies = gtp()
+    engine.handle("play b pass")
+    for line in ("genmove b", "play b c3"):
+        engine.handle(line)
+        assert replies[-1] == "? illegal move: it is white's turn, and a pass by white would end the game\n\n"
+    assert engine.session.actions == [engine.game.pass_action] and not engine.session.over
+    engine.handle("genmove w")
+    assert replies[-1].startswith("= ")
+
+
+def test_gtp_kgs_time_settings_are_checked_like_time_settings():
+    engine, replies = gtp()
+    for line in ("kgs-time_settings byoyomi inf 10 5", "kgs-time_settings canadian 10 nan 5",
+                 "kgs-time_settings absolute -1", "kgs-time_settings byoyomi 1 2 x"):
+        engine.handle(line)
+        assert replies[-1].startswith("? syntax error"), (line, replies[-1])
+    assert engine.clock == Clock()
+    engine.handle("kgs-time_settings byoyomi 0 5000 3")  # long periods: a move still thinks at most MAX_SECONDS
+    assert replies[-1] == "=\n\n" and engine.clock.seconds(0, 10) == MAX_SECONDS
+
+
+def test_gtp_keeps_the_game_when_the_engine_for_a_new_size_or_komi_cannot_be_made():
+    def make_engine(game):
+        if game.komi == 6.5 or game.board_shape == (7, 7):
+            raise UserError(f"cannot play {game.spec}")
+        return Engine(game, "random")
+
+    engine, replies = gtp(make_engine)
+    engine.handle("play b c3")
+    before = (engine.game, list(engine.session.actions))
+    for line in ("komi 6.5", "boardsize 7"):
+        engine.handle(line)
+        assert replies[-1].startswith("? ") and "cannot play" in replies[-1], replies[-1]
+        assert (engine.game, engine.session.actions) == before
+    engine.handle("genmove w")
+    assert replies[-1].startswith("= ") and len(engine.session.actions) == 2
+
+
+def ask(engine: Engine, *lines: str) -> list[dict]:
+    sink = io.StringIO()
+    analysis.serve(engine, io.StringIO("".join(line + "\n" for line in lines)), sink)
+    return [json.loads(line) for line in sink.getvalue().splitlines()]
+
+
+def test_the_analysis_engine_refuses_what_json_lacks_and_quits_only_when_told_plainly():
+    replies = ask(Engine(games.make("tictactoe"), "random"), '{"id": NaN}', '{"id": 1, "top": Infinity}',
+                  '{"id": 2, "top": ' + "9" * 5000 + "}", '{"id": 3, "quit": "no"}', '{"id": 4, "quit": 1}',
+                  '{"id": 5, "quit": true, "moves": []}', '{"id": 6, "quit": false}', '{"id": 1e400}',
+                  '{"id": 7, "quit": true}', '{"id": 8}')
+    assert [r["id"] for r in replies] == [None, None, None, 3, 4, 5, 6, None, 7]  # nothing read after the quit
+    assert "NaN is not a number" in replies[0]["error"] and "Infinity" in replies[1]["error"]
+    assert "too many digits" in replies[2]["error"] and "1e400 is too large" in replies[7]["error"]
+    assert all("true" in r["error"] for r in replies[3:6]) and "best_move" in replies[6]
+    assert replies[8] == {"id": 7, "quit": True}
+    assert all("internal error" not in r.get("error", "") for r in replies)
+
+
+@pytest.fixture
+def board():
+    """A 7x7 gomoku board against the random player, the person playing both sides."""
+    game = games.make("gomoku", size=7, k=4)
+    gui = Gui(game, Engine(game, "random"), human=None)
+    yield gui
+    gui.close()
+
+
+def test_a_refused_return_to_the_game_leaves_the_variation_and_the_board_working(board):
+    for action in (24, 25):
+        board.move(action)
+    board.goto(1)
+    for action in (10, 11, 12):
+        board.move(action)
+    line = [24, 10, 11, 12]
+    for ply in (None, 99, 3):
+        with pytest.raises(GameError, match="from 0 to 2"):
+            board.goto(ply, main_line=True)
+        assert board.session.actions == line and board.ply == 4 and board.main_line == [24, 25]
+        assert board.snapshot()["variation_from"] == 1
+    assert board.worker.is_alive()
+    board.goto(2, main_line=True)
+    assert board.session.actions == [24, 25] and board.ply == 2 and board.main_line is None
+
+
+def test_a_move_off_the_board_is_named_as_such(board):
+    for action in (10**6, 49, -1):
+        with pytest.raises(GameError, match=rf"{action} is not a move of gomoku 7x7.*0 to 48"):
+            board.move(action)
+    assert board.session.actions == []
+
+
+def test_a_new_game_keeps_the_strength_only_up_to_what_its_tree_may_hold(board):
+    board.settings({"simulations": board.node_limit})
+    board.new({"game": "go:size=19"})
+    limit = board.node_limit  # the 19x19 board's: far below 7x7's
+    assert board.engine.simulations == limit and "the most this board's tree may hold" in board.message
+    with pytest.raises(GameError, match="unknown option seconds for a new game"):
+        board.new({"seconds": 5})
+
+
+def test_an_sgf_record_with_two_moves_in_a_row_says_it_put_a_pass_in(board):
+    board.load_sgf("(;GM[1]SZ[9];B[ee];B[cc])")
+    assert board.session.actions == [40, 81, 20] and "1 pass put in" in board.message
+
+
+def test_no_other_page_may_frame_the_board_and_a_big_sgf_file_is_read(board):
+    server = start_server(board, 0)
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        for path in ("", "api/state"):
+            with urllib.request.urlopen(url + path, timeout=30) as reply:
+                assert reply.headers["X-Frame-Options"] == "DENY"
+                assert "frame-ancestors 'none'" in reply.headers["Content-Security-Policy"]
+        record = "(;GM[4]SZ[7]C[" + "a long comment " * 10_000 + "];B[dd])"  # 150 KB: over a move's 64 KB
+        sent = urllib.request.Request(url + "api/sgf", data=json.dumps({"sgf": record}).encode(),
+                                      headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(sent, timeout=30) as reply:
+            assert reply.status == 200 and json.loads(reply.read())["moves"] == ["d4"]
+    finally:
+        server.shutdown()
+
+
+def test_flat_monte_carlo_keeps_to_the_budget_and_the_clock_it_is_given():
+    game = games.make("gomoku", size=7, k=4)
+    state, keys = game.initial_state(1), make_keys(1, 1)
+    player = FlatMCPlayer(game, 10**8)  # its own budget: far more than any test could wait for
+    assert player.analyse(state, keys, simulations=30).visits.sum() == 30
+    start = time.monotonic()
+    timed = player.analyse(state, keys, seconds=0.05)
+    assert time.monotonic() - start < 1.0 and timed.visits.sum() >= 49  # a round of one rollout a move at least
+    rounds = []
+    stopped = player.analyse(state, keys, on_progress=rounds.append, should_stop=lambda: len(rounds) == 4)
+    visits = stopped.visits[0]
+    assert [int(r.visits.sum()) for r in rounds] == [49, 147, 343, 735]  # rounds of 49, 98, 196 and 392
+    assert visits.max() - visits.min() <= 1
+    # the rounds' counts add up to those of one call with the same budget
+    whole = FlatMCPlayer(game, 735).analyse(state, keys)
+    assert torch.equal(whole.visits, stopped.visits)
+
+
+# -- the terminal game and the smaller command lines --------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPTS = REPO / "scripts"
+RESIGNING_ENGINE = """
+import sys
+for line in sys.stdin:
+    words = line.split()
+    if words and words[0] == "quit":
+        print("=\\n", flush=True)
+        break
+    if words:
+        print("= resign\\n" if words[0] == "genmove" else "=\\n", flush=True)
+"""
+
+
+def run(script: str, args: list[str], stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPTS / script), *args], input=stdin, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_the_terminal_game_against_a_gtp_engine_survives_undo_hint_and_new():
+    engine = f"gtp:{sys.executable} {SCRIPTS / 'gtp.py'} --game go:size=5 --player uct:20"
+    out = run("play.py", ["--game", "go:size=5", "--opponent", engine],
+              "\n".join(["c3", "undo", "b2", "hint", "d4", "new", "c3", "quit"]) + "\n")
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    # the output between prompts: [k] follows the k-th input line (c3, undo, b2, hint, d4, new, c3)
+    parts = out.stdout.split("your move >")
+    assert len(parts) == 9 and "cannot move" not in out.stdout
+    assert " plays " in parts[1] and " plays " in parts[3] and "hint: " in parts[4] and " plays " in parts[7]
+
+
+def test_an_engine_that_resigns_in_the_terminal_ends_the_game_and_undo_plays_on(tmp_path):
+    script = tmp_path / "resigner.py"
+    script.write_text(RESIGNING_ENGINE)
+    out = run("play.py", ["--game", "go:size=5", "--opponent", f"gtp:{sys.executable} {script}"],
+              "\n".join(["c3", "d4", "hint", "undo", "b2", "quit"]) + "\n")
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert "resigns: you win" in out.stdout.split("your move >")[-1]  # asked again after the undo, and resigned
+    assert "the game is over: type 'new', 'undo' or 'quit'" in out.stdout and "the game is over\n" in out.stdout
+
+
+def test_undo_before_your_first_move_is_nothing_to_undo():
+    out = run("play.py", ["--game", "tictactoe", "--opponent", "perfect", "--ai-first"], "undo\nquit\n")
+    assert out.returncode == 0 and "nothing to undo" in out.stdout and out.stdout.count("perfect plays") == 1
+
+
+def test_a_checkpoint_path_with_an_equals_sign_plays(tmp_path):
+    game = games.make("tictactoe")
+    folder = tmp_path / "lr=0.1"
+    folder.mkdir()
+    atomic_save(network_checkpoint(small_net(game).eval(), game, 1), folder / "latest.pt")
+    out = run("play.py", ["--checkpoint", str(folder / "latest.pt")], "b2\nquit\n")
+    assert out.returncode == 0 and " plays " in out.stdout, out.stderr
+
+
+@pytest.mark.parametrize("script, args, words", [
+    ("play.py", ["--game", "tictactoe", "--opponent", "random", "--gui", "--port", "70000"], "--port must be in"),
+    ("bench.py", ["--only", "games", "--seconds", "nan"], "--seconds must be above 0"),
+    ("bench.py", ["--only", "games", "--repeats", "0"], "--repeats must be in"),
+    ("bench.py", ["--only", "games", "--threads", "-1"], "--threads must be in"),
+    ("evaluate.py", ["--game", "tictactoe", "--a", "random", "--b", "random", "--opening-plies", "10" * 10],
+     "--opening-plies must be at least 0 and at most 1,000"),
+    ("judge.py", ["--game", "tictactoe", "--player", "random", "--max-plies", "10" * 10], "--max-plies <="),
+    ("evaluate.py", ["--game", "tictactoe", "--a", "uct:10:parallel=1000000000000", "--b", "random"], "parallel"),
+    ("evaluate.py", ["--game", "gomoku:size=9,size=15", "--a", "random", "--b", "random"], "given twice"),
+])
+def test_absurd_command_line_values_are_one_line_errors(script, args, words):
+    out = run(script, args)
+    assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_evaluate_refuses_an_sgf_folder_it_cannot_write_before_playing(tmp_path):
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    out = run("evaluate.py", ["--game", "gomoku:size=7,k=4", "--a", "random", "--b", "random", "--sgf", str(taken)])
+    assert out.returncode == 2 and "is a file, not a folder" in out.stderr and "Traceback" not in out.stderr
