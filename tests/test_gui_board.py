@@ -42,15 +42,6 @@ def test_edge_labels_are_the_games_own_move_names():
     assert labels("gomoku:width=9,height=7") == (list("abcdefghi"), [str(n) for n in range(7, 0, -1)])
 
 
-@pytest.fixture
-def board():
-    """A 7x7 gomoku board against the random player (no search: the tests drive the line)."""
-    game = games.make("gomoku", size=7, k=4)
-    gui = Gui(game, Engine(game, "random"), human=None)
-    yield gui
-    gui.close()
-
-
 def test_stepping_back_and_forth_and_a_variation_keeps_the_game(board):
     for action in (24, 25, 17, 18):
         board.move(action)

@@ -24,7 +24,7 @@ from azero.protocols.gtp import Clock, GTPEngine
 from azero.players.flatmc import FlatMCPlayer
 from azero.protocols.piskvork import Brain
 from azero.session import Engine
-from azero.web.server import Gui, start_server
+from azero.web.server import start_server
 from games import GameError
 from games.options import MAX_DIGITS, is_whole_number
 from games.random import make_keys
@@ -161,15 +161,6 @@ def test_the_analysis_engine_refuses_what_json_lacks_and_quits_only_when_told_pl
     assert all("true" in r["error"] for r in replies[3:6]) and "best_move" in replies[6]
     assert replies[8] == {"id": 7, "quit": True}
     assert all("internal error" not in r.get("error", "") for r in replies)
-
-
-@pytest.fixture
-def board():
-    """A 7x7 gomoku board against the random player, the person playing both sides."""
-    game = games.make("gomoku", size=7, k=4)
-    gui = Gui(game, Engine(game, "random"), human=None)
-    yield gui
-    gui.close()
 
 
 def test_a_refused_return_to_the_game_leaves_the_variation_and_the_board_working(board):
