@@ -16,6 +16,12 @@ class UserError(ValueError):
 USER_ERRORS = (UserError, GameError)
 
 
+def internal_error(error: BaseException) -> str:
+    """How a serving process (GTP, Piskvork, the analysis engine, the browser board) words a fault
+    of ours in its answer, before it goes on serving."""
+    return f"internal error: {type(error).__name__}: {error}"
+
+
 def _flush_stdout() -> bool:
     """Flush stdout; False if its reader has gone (then stdout points at /dev/null, so that
     the interpreter's own flush at exit has nothing to complain about)."""

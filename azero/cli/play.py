@@ -127,21 +127,21 @@ def terminal(game, engine, human: int) -> int:
             try:
                 analysis = engine.think(session.state)
             except USER_ERRORS as error:  # an external engine that fails, a budget the tree cannot hold
-                analysis, why = None, f"{engine.name} cannot move: {error}"
-            if analysis is None or int(analysis.action[0]) == RESIGN:
-                why = why if analysis is None else f"{engine.name} resigns: you win"
-                stopped = list(session.actions)
+                stopped, why = list(session.actions), f"{engine.name} cannot move: {error}"
             else:
-                info = describe_analysis(game, analysis)
-                session.play(int(analysis.action[0]))
-                line = f"{engine.name} plays {info['best_move']}"
-                if info["visits"]:
-                    line += f" (its win-rate {info['winrate']:.0%})"
-                say(line)
-                say(game.render(session.state))
-        if session.over or stopped == session.actions:
-            say(f"game over: {session.result_text() if session.over else why}. Type 'new', 'undo' or 'quit'.")
+                if int(analysis.action[0]) == RESIGN:
+                    stopped, why = list(session.actions), f"{engine.name} resigns: you win"
+                else:
+                    info = describe_analysis(game, analysis)
+                    session.play(int(analysis.action[0]))
+                    line = f"{engine.name} plays {info['best_move']}"
+                    if info["visits"]:
+                        line += f" (its win-rate {info['winrate']:.0%})"
+                    say(line)
+                    say(game.render(session.state))
         over = session.over or stopped == session.actions
+        if over:
+            say(f"game over: {session.result_text() if session.over else why}. Type 'new', 'undo' or 'quit'.")
         try:
             text = input("> " if over else "your move > ").strip()
         except EOFError:

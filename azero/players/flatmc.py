@@ -41,8 +41,9 @@ class FlatMCPlayer(Player):
         budget = simulations if simulations is not None else None if seconds is not None else self.rollouts
         live = seconds is not None or should_stop is not None or on_progress is not None
         deadline = None if seconds is None else time.monotonic() + seconds
-        widest = max(int(legal.max()), LIVE_ROUND // states.batch_size)
-        size = int(legal.max()) if live else budget  # rollouts of each position in the next round
+        most_moves = int(legal.max())
+        widest = max(most_moves, LIVE_ROUND // states.batch_size)
+        size = most_moves if live else budget  # rollouts of each position in the next round
         totals = torch.zeros(mask.numel(), device=states.device)
         visits = torch.zeros(mask.numel(), device=states.device)
         done = 0  # rollouts of each position so far

@@ -22,7 +22,7 @@ from typing import TextIO
 
 from games import GameError
 
-from ..errors import UserError
+from ..errors import UserError, internal_error
 from ..session import Engine, GameSession, check_budget, describe_analysis
 
 KNOWN = {"id", "moves", "simulations", "seconds", "top", "quit"}
@@ -98,7 +98,7 @@ def serve(engine: Engine, source: TextIO, sink: TextIO) -> int:
         except (UserError, GameError) as error:
             reply = {"id": request_id, "error": str(error)}
         except Exception as error:  # a bug must not end the engine either
-            reply = {"id": request_id, "error": f"internal error: {type(error).__name__}: {error}"}
+            reply = {"id": request_id, "error": internal_error(error)}
         sink.write(json.dumps(reply) + "\n")
         sink.flush()
     return 0

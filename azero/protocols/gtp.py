@@ -48,7 +48,7 @@ from games import Game, GameError, State
 from games.options import is_whole_number
 
 from .. import __version__
-from ..errors import UserError
+from ..errors import UserError, internal_error
 from ..player import MAX_SECONDS
 from ..session import Engine, GameSession, describe_analysis
 from ..sgf import black_margin, resignation_text, score_text, to_sgf, write_sgf
@@ -211,7 +211,7 @@ class GTPEngine:
         except (GameError, UserError) as error:
             return self._reply(number, False, str(error))
         except Exception as error:  # a bug must not end the session either
-            return self._reply(number, False, f"internal error: {type(error).__name__}: {error}")
+            return self._reply(number, False, internal_error(error))
         self._reply(number, True, answer or "")
         return command != "quit"
 

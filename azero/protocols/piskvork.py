@@ -28,7 +28,7 @@ from games import GameError
 from games.options import is_whole_number
 
 from .. import __version__
-from ..errors import UserError
+from ..errors import UserError, internal_error
 from ..player import MAX_SECONDS
 from ..session import Engine
 
@@ -37,9 +37,9 @@ MARGIN = 0.85  # share of the allowed time spent searching, at most
 RESERVE = 0.08  # seconds kept, at least, for the last search step, the reply and a busy machine's delays
 
 
-def one_line(error: Exception) -> str:
-    """An error's message as one line (a reply is one line; torch's messages may have several)."""
-    return " ".join(str(error).split())
+def one_line(message) -> str:
+    """A message (or an error's) as one line: a reply is one line, and torch's messages may have several."""
+    return " ".join(str(message).split())
 
 
 def brain_game(width: int, height: int, exact: bool) -> games.Game:
@@ -86,16 +86,10 @@ class Brain:
         if self.fixed is not None and brain_game(width, height, self.exact) != self.fixed:
             fixed_height, fixed_width = self.fixed.board_shape
             raise GameError(f"this network plays {fixed_width}x{fixed_height} only")
-        before = self.width, self.height
         self.width, self.height = width, height
         self.engine = None  # let go of the old engine before the new one is made and settled
-        try:
-            self.engine = self.make_engine(self._game())
-        except BaseException:
-            self.width, self.height = before  # no game until a START succeeds (the old engine is gone)
-            self.board.clear()
-            raise
-        self.board.clear()
+        self.board.clear()  # (a START whose engine cannot be made leaves no game)
+        self.engine = self.make_engine(self._game())
 
     def _need_start(self) -> None:
         if self.engine is None:
@@ -162,7 +156,7 @@ class Brain:
         except (GameError, UserError) as error:
             self.write(f"ERROR {one_line(error)}")
         except Exception as error:  # a fault of ours: said in one line, and the brain keeps serving
-            self.write(f"ERROR internal error: {type(error).__name__}: {one_line(error)}")
+            self.write(f"ERROR {one_line(internal_error(error))}")
         return True
 
     def _command(self, command: str, rest: str) -> bool:
@@ -246,11 +240,10 @@ class Brain:
         text = value.strip()
         digits = text.removeprefix("-")
         number = int(text) if is_whole_number(digits) else None
-        milliseconds = number
-        if number is None and digits.isascii() and digits.isdigit():  # more digits than a number has
-            milliseconds = -MAX_INFO_MS if text.startswith("-") else MAX_INFO_MS
-        if milliseconds is not None:  # a day at most: a longer time means no limit (and no float overflows)
-            milliseconds = max(min(milliseconds, MAX_INFO_MS), -MAX_INFO_MS)
+        milliseconds = None
+        if digits.isascii() and digits.isdigit():  # a day at most (of any length): no limit, and no float overflow
+            longest = -MAX_INFO_MS if text.startswith("-") else MAX_INFO_MS
+            milliseconds = longest if number is None else max(min(number, MAX_INFO_MS), -MAX_INFO_MS)
         if key == "timeout_turn" and milliseconds is not None:
             self.timeout_turn = milliseconds / 1000.0 if milliseconds > 0 else 0.05
         elif key == "time_left" and milliseconds is not None:

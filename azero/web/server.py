@@ -31,7 +31,7 @@ from importlib import resources
 
 from games import Game, GameError
 
-from ..errors import UserError
+from ..errors import UserError, internal_error
 from ..session import Engine
 from . import guard
 from .gui import Gui
@@ -106,7 +106,7 @@ def make_handler(gui: Gui):
             except ConnectionError:  # the page went away mid-answer: nobody to tell
                 return None
             except Exception as error:  # a bug answers an error and the board keeps serving
-                return self._json(500, {"error": f"internal error: {type(error).__name__}: {error}"})
+                return self._json(500, {"error": internal_error(error)})
 
         def _get(self, path: str):
             if path == "/api/state":
@@ -167,7 +167,7 @@ def make_handler(gui: Gui):
             except (GameError, UserError) as error:
                 return self._json(400, {"error": str(error)})
             except Exception as error:  # a bug answers an error and the board keeps serving
-                return self._json(500, {"error": f"internal error: {type(error).__name__}: {error}"})
+                return self._json(500, {"error": internal_error(error)})
             self._json(200, gui.snapshot())
 
     return Handler
