@@ -64,8 +64,8 @@ class SearchConfig:
     c_scale: float = _f(1.0, "gumbel: the weight of the values against the network's logits in sigma", low=0)
     cheap_simulations: int = _f(16, "simulations of a cheap search (playout cap randomization: moves not "
                                 "chosen by selfplay.full_search_fraction); fewer than search.simulations", low=1)
-    forced_playouts: float = _f(0.0, "KataGo's forced playouts in self-play: each root move c gets at least "
-                                "sqrt(k * P(c) * root visits) visits, pruned from the policy target after; "
+    forced_playouts: float = _f(0.0, "KataGo's forced playouts in self-play: each visited root move c gets at "
+                                "least sqrt(k * P(c) * root visits) visits, pruned from the policy target after; "
                                 "k (2 in the paper), 0 = off", low=0)
     precision: str = _f("auto", "network arithmetic in the search: auto = for batches of 16 or more on a CPU, "
                         "int8 if it has VNNI (AVX-512 VNNI / AVX-VNNI / AMX), else bfloat16 if it runs that "

@@ -29,7 +29,7 @@ KataGo's training signals (Wu 2019), each a switch of the config:
   Gumbel, the cheap moves get a Gumbel search of `search.cheap_simulations` (with its
   Gumbel sample, which also chooses the move).
 * Forced playouts (`search.forced_playouts` = k > 0, PUCT only): in full searches the root gives
-  each move its forced visits, and the policy target (and the move chosen) takes them out
+  each visited move its forced visits, and the policy target (and the move chosen) takes them out
   again (search/forced.py).
 * Auxiliary targets: a finished game's ownership of each point and its final margin
   (games with `has_ownership` / `has_score`), from each position's player to move's view,

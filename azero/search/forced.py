@@ -1,11 +1,14 @@
 """KataGo's forced playouts and policy target pruning (Wu 2019, section 3.1).
 
-In self-play, each root move c with prior P(c) is given at least
+In self-play, each root move c with prior P(c) that has been visited at all is given at least
 
     n_forced(c) = sqrt(k * P(c) * sum_c' N(c'))
 
-visits (k = 2 in the paper): while a move has fewer, the root selects it whatever its
-PUCT score (`PUCT.forced_playouts`; the first such move in action order). The visits
+visits (k = 2 in the paper): while such a move has fewer, the root selects it whatever its
+PUCT score (`PUCT.forced_playouts`; the first such move in action order). A move never
+visited is left to PUCT and the root's noise, as in KataGo (the paper: every child "that
+has received any playouts"); forcing every legal move would spend most of a small budget
+on one visit each. The visits
 this adds are exploration, not the search's judgement, so the policy target takes them
 out again (`prune_forced_visits`): the most visited move c* keeps its visits; from every
 other move, up to n_forced(c) visits are taken away as long as its PUCT score with the

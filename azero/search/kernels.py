@@ -153,13 +153,13 @@ def _select(
                 exploit = child_value_sum[flat, a] / (done * w) if done > 0 else fpu
             score = exploit + prior[flat, a] / (n + np.float32(1.0))
             scores[a] = score if legal[flat, a] != 0 else -_INF
-        if depth == 0 and forced > 0:  # forced playouts (selection.PUCT._forced): root moves short of theirs first
+        if depth == 0 and forced > 0:  # forced playouts (selection.PUCT._forced): visited root moves short first
             root_total = np.float32(0.0)  # the visits counting those in flight, n + o, as in selection.py
             for a in range(actions):
                 root_total += child_visits[flat, a] + flight[a]
             for a in range(actions):
                 n = child_visits[flat, a] + flight[a]
-                if legal[flat, a] != 0 and n < np.sqrt(np.float32(forced) * prior[flat, a] * root_total):
+                if legal[flat, a] != 0 and n > 0 and n < np.sqrt(np.float32(forced) * prior[flat, a] * root_total):
                     scores[a] = _INF
         action = _first_max(scores, actions)
     return action

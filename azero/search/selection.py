@@ -127,8 +127,8 @@ class PUCT:
     own value for the chooser minus `fpu_reduction` (clamped to [0, 1]).
     N counts the node's own evaluation, so it is at least 1.
 
-    With `forced_playouts` k > 0 (KataGo's forced playouts, search/forced.py), a root move
-    with fewer visits than sqrt(k * P * the root's child visits) is chosen before any other
+    With `forced_playouts` k > 0 (KataGo's forced playouts, search/forced.py), a visited root
+    move with fewer visits than sqrt(k * P * the root's child visits) is chosen before any other
     (the first such move in action order); the pending visits of a leaf-parallel step count
     as visits there (`_forced`).
     """
@@ -142,7 +142,11 @@ class PUCT:
     uses_uniform = False
 
     def _forced(self, view: NodeView, n: torch.Tensor) -> torch.Tensor | None:
-        """bool [B, A]: the root moves short of their forced visits (None: none can be).
+        """bool [B, A]: the root moves visited but short of their forced visits (None: none can be).
+
+        A move no walk has entered yet is not forced: as in KataGo, forcing tops up the moves
+        PUCT (or the root's noise) chose once, else every legal move would take a visit of
+        the budget in action order.
 
         n: float [B, A], the children's visits counting the pending ones (n + o). In a
         leaf-parallel step a walk in flight counts towards its move's forced visits (and the
@@ -151,7 +155,7 @@ class PUCT:
         """
         if not (view.root and self.forced_playouts > 0):
             return None
-        return (n < forced_visits(view.prior, n, self.forced_playouts)) & view.legal
+        return (n > 0) & (n < forced_visits(view.prior, n, self.forced_playouts)) & view.legal
 
     def scores(self, view: NodeView) -> torch.Tensor:
         """float [B, A]: twice the PUCT score minus 1 (the same order; computed on the [-1, 1]
