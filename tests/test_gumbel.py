@@ -371,6 +371,31 @@ def test_gumbel_noise_is_per_key_and_gumbel_distributed():
     assert float(g.var()) == pytest.approx(math.pi**2 / 6, abs=0.06)
 
 
+def test_the_largest_uniform_draw_gives_finite_noise(monkeypatch):
+    import azero.search.gumbel as module
+
+    # uniform's largest draw, 1 - 2^-24: adding 2^-25 rounds it to 1.0 in float32, whose noise was +inf
+    monkeypatch.setattr(module, "uniform", lambda keys, shape, device="cpu": torch.full(shape, 1.0 - 2.0**-24))
+    g = gumbel_noise(make_keys(0, 2), 9)
+    assert torch.isfinite(g).all() and float(g.max()) == pytest.approx(24 * math.log(2), abs=0.01)
+
+
+@pytest.mark.parametrize("simulations", [1, 6])
+def test_infinite_noise_on_an_illegal_move_never_puts_it_in_the_tree(simulations):
+    # a3 (action 0) is taken; its noise +inf made its score -inf + inf = NaN, which the
+    # compiled root's first-max kept (no comparison passes a NaN at index 0), so the first
+    # simulation stepped into a3
+    state = TTT.step(TTT.initial_state(1), torch.tensor([TTT.parse_action("a3")]))
+    evaluator = FakeEvaluator(TTT)
+    prior, value = evaluator(state)
+    g = torch.zeros(1, 9)
+    g[0, TTT.parse_action("a3")] = math.inf
+    tree = new_tree(TTT, state, simulations + 1, make_keys(0, 1), root_prior=prior, root_value=value)
+    result = gumbel_search(tree, TTT, evaluator, Gumbel(), simulations, g, considered=4)
+    assert float(tree.root_visits()[0, TTT.parse_action("a3")]) == 0
+    assert int(result.action) in TTT.legal_actions(state) and torch.isfinite(result.policy).all()
+
+
 # -- self-play, the az: player, the config -----------------------------------------------------------
 
 

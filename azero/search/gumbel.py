@@ -70,9 +70,11 @@ def _schedule_table(considered: int, simulations: int) -> torch.Tensor:
 
 
 def gumbel_noise(keys: torch.Tensor, actions: int) -> torch.Tensor:
-    """Gumbel(0, 1) noise float [B, A]; row i depends only on keys[i] (long [B])."""
-    u = uniform(keys, (keys.shape[0], actions), device=keys.device) + 2.0**-25  # in (0, 1)
-    return -torch.log(-torch.log(u))
+    """Gumbel(0, 1) noise float [B, A], finite; row i depends only on keys[i] (long [B])."""
+    u = uniform(keys, (keys.shape[0], actions), device=keys.device) + 2.0**-25
+    # the largest draw, 1 - 2^-24 + 2^-25, rounds to 1.0 in float32 (a tie, to even), whose
+    # noise would be +inf: an illegal move's score -inf + inf is NaN, which no argmax passes over
+    return -torch.log(-torch.log(u.clamp(max=1.0 - 2.0**-24)))
 
 
 def root_view(tree: Tree) -> NodeView:
@@ -92,7 +94,7 @@ def root_view(tree: Tree) -> NodeView:
 
 def root_scores(tree: Tree, rule: Gumbel, gumbel: torch.Tensor) -> torch.Tensor:
     """float [B, A]: g + logits + sigma(q_hat) of each root move, -inf for illegal ones."""
-    return rule.logits(root_view(tree)) + gumbel
+    return (rule.logits(root_view(tree)) + gumbel).masked_fill(~tree.legal[:, ROOT], -math.inf)
 
 
 def _best_with_visits(scores: torch.Tensor, child_visits: torch.Tensor, target: torch.Tensor,

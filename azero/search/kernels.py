@@ -490,10 +490,11 @@ def _gumbel_root(
         raw = raw_value[flat] * q_sign[flat]
         _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, scores)
         found = False
-        for a in range(actions):
-            scores[a] = scores[a] + gumbel[b, a]
-            found |= child_visits[flat, a] == target[b] and legal[flat, a] != 0
-            candidates[a] = scores[a] if child_visits[flat, a] == target[b] else -np.float32(np.inf)
+        for a in range(actions):  # (an illegal move stays -inf whatever its noise: -inf + inf is NaN)
+            scores[a] = scores[a] + gumbel[b, a] if legal[flat, a] != 0 else -np.float32(np.inf)
+            wanted = child_visits[flat, a] == target[b] and legal[flat, a] != 0
+            found |= wanted
+            candidates[a] = scores[a] if wanted else -np.float32(np.inf)
         action[b] = _first_max(candidates, actions) if found else _first_max(scores, actions)
 
 
