@@ -19,7 +19,7 @@ from pathlib import Path
 
 from games.options import field_option, invalid_value, is_whole_number, read_option
 
-from .elo import MAX_GAMES
+from .elo import MAX_GAMES, MAX_OPENING_PLIES
 from .errors import UserError
 from .network import PRECISIONS, NetworkConfig
 
@@ -131,7 +131,8 @@ class EvaluationConfig:
     opponents: int = _f(1, "ladder opponents per evaluation, chosen around the current strength", low=1)
     previous_games: int = _f(20, "games against the previously evaluated network (connect the ladder's Elo)", low=0,
                              high=MAX_GAMES)
-    opening_plies: int = _f(2, "random opening moves in the games against the previous network", low=0)
+    opening_plies: int = _f(2, "random opening moves in the games against the previous network", low=0,
+                           high=MAX_OPENING_PLIES)
 
 
 @dataclass

@@ -19,6 +19,7 @@ import numpy as np
 ELO_PER_NAT = 400.0 / math.log(10.0)
 Z95 = 1.959963984540054
 MAX_GAMES = 1_000_000  # games in one match; more is a mistyped count (the 95% interval is already +-0.1%)
+MAX_OPENING_PLIES = 1000  # random plies opening a match game; longer ones end most games before the players move
 
 
 def elo_from_score(score: float) -> float:

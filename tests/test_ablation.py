@@ -16,7 +16,7 @@ import pytest
 from azero.ablation import Arm, make_plan
 from azero.ablation.report import cell
 from azero.ablation.runner import display
-from azero.config import ConfigError
+from azero.config import ConfigError, load_config
 from azero.errors import UserError
 from azero.plot import ARM_COLOURS, arms_svg, nice_ticks
 from runs import tiny_sets
@@ -67,6 +67,10 @@ def test_a_plan_is_checked_before_anything_runs():
         plan(preset="nim")
     with pytest.raises(UserError, match="--opening-plies must be at least 0"):
         plan(opening_plies=-1)
+    with pytest.raises(UserError, match="and at most 1,000"):
+        plan(opening_plies=10**20)  # (a tensor of that many plies a game cannot even be allocated)
+    with pytest.raises(UserError, match="evaluation.opening_plies"):
+        load_config(game="tictactoe", overrides=[f"evaluation.opening_plies={10**20}"])
     with pytest.raises(UserError, match=r"--games must be in 2\.\.1,000,000"):
         plan(games=10**12)  # a mistyped count is refused before any run trains
     # what would fail only after a run has trained: a run's config, a yardstick's player, the budget

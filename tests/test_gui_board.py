@@ -124,7 +124,7 @@ def test_the_strength_set_is_the_budget_of_the_engines_next_move():
         assert gui.engine.simulations == 37 and gui.engine.seconds is None
         gui.move(24)
         wait_until(lambda: len(gui.session.actions) == 2, what="the engine's reply")
-        assert gui.analyses[(24,)]["visits"] == 37  # the search behind the reply
+        assert gui.analyses[gui._keys([24])[1]]["visits"] == 37  # the search behind the reply
         gui.settings({"seconds": 0.25})
         assert gui.engine.seconds == 0.25 and gui.engine.simulations is None
         gui.move(17)

@@ -109,8 +109,11 @@ def test_the_gui_accepts_a_checkpoint_of_each_board_preset(checkpoints, preset):
     gui = Gui(games.make_from_spec(other_text(game)), Engine(game, checkpoint=path, simulations=4),
               checkpoint=path)
     try:
+        engine = gui.engine
         gui.new({"game": other_text(game), "human": 1})  # the same game written another way: no refusal
         assert gui.game == game and gui.snapshot()["game"] == game.spec
+        gui.new({"simulations": 6})  # a new strength: the network loaded is kept, not read again
+        assert gui.engine is engine and gui.snapshot()["simulations"] == 6
         with pytest.raises(games.GameError, match="this network plays"):
             gui.new({"game": "gomoku:size=6,k=4"})
     finally:

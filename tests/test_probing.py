@@ -302,6 +302,14 @@ def test_a_checkpoint_path_with_an_equals_sign_plays(tmp_path):
     ("judge.py", ["--game", "tictactoe", "--player", "random", "--max-plies", "10" * 10], "--max-plies <="),
     ("evaluate.py", ["--game", "tictactoe", "--a", "uct:10:parallel=1000000000000", "--b", "random"], "parallel"),
     ("evaluate.py", ["--game", "gomoku:size=9,size=15", "--a", "random", "--b", "random"], "given twice"),
+    # options that did nothing in the mode asked for, silently: the user meant something else
+    ("play.py", ["--game", "tictactoe", "--opponent", "random", "--gui", "--analysis"], "give one of them"),
+    ("play.py", ["--game", "tictactoe", "--opponent", "random", "--versus", "random", "--gui"], "give one of them"),
+    ("play.py", ["--game", "tictactoe", "--opponent", "random", "--analysis", "--ai-first"], "not with --analysis"),
+    ("play.py", ["--game", "tictactoe", "--opponent", "random", "--versus", "random", "--ai-first"],
+     "the --opponent moves first"),
+    ("play.py", ["--game", "tictactoe", "--opponent", "random", "--no-browser"], "--no-browser goes with --gui"),
+    ("play.py", ["--game", "tictactoe", "--opponent", "random", "--port", "8080"], "--port goes with --gui"),
 ])
 def test_absurd_command_line_values_are_one_line_errors(script, args, words):
     out = run(script, args)

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from games.options import Option, read_options
 
 from ..config import load_config
-from ..elo import MAX_GAMES
+from ..elo import MAX_GAMES, MAX_OPENING_PLIES
 from ..errors import USER_ERRORS, UserError
 from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS
 
@@ -173,8 +173,8 @@ class Plan:
             raise UserError(f"--games must be in 2..{MAX_GAMES:,}")
         if self.simulations < 1:
             raise UserError("--sims must be at least 1")
-        if self.opening_plies < 0:
-            raise UserError("--opening-plies must be at least 0")
+        if not 0 <= self.opening_plies <= MAX_OPENING_PLIES:
+            raise UserError(f"--opening-plies must be at least 0 and at most {MAX_OPENING_PLIES:,}")
         if self.head_to_head < 0 or self.head_to_head == 1 or self.head_to_head > MAX_GAMES:
             raise UserError(f"--head-to-head is a number of games: 0 (none) or 2..{MAX_GAMES:,}")
         if not self.yardsticks:
@@ -210,7 +210,7 @@ class Plan:
         the plan's, at least HEAD_TO_HEAD_OPENING_PLIES, and more where the game has fewer
         openings than the networks' matches have pairs of games (Connect Four has 49 of two
         plies), as two deterministic networks would replay the same games."""
-        start = max(self.opening_plies, HEAD_TO_HEAD_OPENING_PLIES)
+        start = min(max(self.opening_plies, HEAD_TO_HEAD_OPENING_PLIES), MAX_OPENING_PLIES)
         networks = any(player_name(yardstick) == "az" for yardstick in self.yardsticks)
         games = max(self.head_to_head, self.games if networks else 0)
         if games < 2:
@@ -218,7 +218,7 @@ class Plan:
         from ..arena import enough_opening_plies
 
         spec = load_config(game=self.preset, overrides=self.overrides).game.spec
-        return enough_opening_plies(spec, start, (games + 1) // 2)
+        return min(enough_opening_plies(spec, start, (games + 1) // 2), MAX_OPENING_PLIES)
 
     def yardstick_opening_plies(self, yardstick: str) -> int:
         """Random plies that open each game against a match yardstick: a network (`az:`) is as

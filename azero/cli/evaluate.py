@@ -7,12 +7,11 @@ import argparse
 import json
 import sys
 
-from ..elo import MAX_GAMES
+from ..elo import MAX_GAMES, MAX_OPENING_PLIES
 from ..errors import cli_entry
 from . import check_batch, torch_device, writable_folder_problem
 
 DEFAULT_GAMES = 100
-MAX_OPENING_PLIES = 1000  # random plies opening a game; longer ones end most games before the players move
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,6 +14,7 @@ import argparse
 from ..errors import cli_entry
 from . import protocol_streams, torch_device
 
+DEFAULT_PORT = 8765
 HELP = """commands:
   a move as players write it (h8, d3, a column number such as 4, pass)
   hint   the engine's suggestion and its win-rate
@@ -35,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--checkpoint", help="a checkpoint (latest.pt or checkpoints/iter-*.pt of a run)")
     parser.add_argument("--game", help="game spec, e.g. gomoku:size=9,k=5 (not needed with --checkpoint)")
     parser.add_argument("--opponent", metavar="SPEC", help="a player spec instead of a checkpoint, e.g. uct:2000")
-    parser.add_argument("--versus", metavar="SPEC", help="a second program instead of you: watch the two play")
+    parser.add_argument("--versus", metavar="SPEC",
+                        help="a second program instead of you: watch the two play in the terminal (--opponent first)")
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--sims", type=int, help="simulations per engine move (default: the player's own)")
     budget.add_argument("--seconds", type=float, help="seconds per engine move")
@@ -43,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     first.add_argument("--human-first", action="store_true", help="you move first (the default)")
     first.add_argument("--ai-first", action="store_true", help="the engine moves first")
     parser.add_argument("--gui", action="store_true", help="play in the browser (a local server on 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8765, help="GUI port (default 8765; 0 = any free port)")
+    parser.add_argument("--port", type=int, help=f"with --gui: its port (default {DEFAULT_PORT}; 0 = any free port)")
     parser.add_argument("--no-browser", action="store_true", help="with --gui: do not open a browser window")
     parser.add_argument("--analysis", action="store_true", help="JSON-lines analysis engine on stdin/stdout")
     parser.add_argument("--device", default="cpu", type=torch_device, help="torch device for the network (default cpu)")
@@ -65,8 +67,17 @@ def main(argv=None) -> int:
         parser.error("--sims must be at least 1")
     if args.seconds is not None and args.seconds <= 0:
         parser.error("--seconds must be positive")
-    if not 0 <= args.port <= 65535:
+    if args.port is not None and not 0 <= args.port <= 65535:
         parser.error("--port must be in 0..65535 (0: any free port)")
+    modes = [flag for flag, on in (("--gui", args.gui), ("--analysis", args.analysis), ("--versus", args.versus)) if on]
+    if len(modes) > 1:
+        parser.error(f"{' and '.join(modes)} are different ways to use the engine: give one of them")
+    if modes and modes[0] != "--gui" and (args.ai_first or args.human_first):
+        parser.error(f"--ai-first and --human-first choose your side in a game you play (the terminal or --gui), "
+                     f"not with {modes[0]}" + (" (the --opponent moves first)" if modes[0] == "--versus" else ""))
+    for flag, given in (("--no-browser", args.no_browser), ("--port", args.port is not None)):
+        if given and not args.gui:
+            parser.error(f"{flag} goes with --gui")
     game = game_from_args(args.game, args.checkpoint)
     engine = Engine(game, args.opponent, checkpoint=args.checkpoint, simulations=args.sims, seconds=args.seconds,
                     device=args.device, seed=args.seed)
@@ -77,7 +88,8 @@ def main(argv=None) -> int:
     if args.gui:
         from ..web.server import run_gui
 
-        return run_gui(game, engine, port=args.port, open_browser=not args.no_browser, human_first=not args.ai_first,
+        port = DEFAULT_PORT if args.port is None else args.port
+        return run_gui(game, engine, port=port, open_browser=not args.no_browser, human_first=not args.ai_first,
                        checkpoint=args.checkpoint, device=args.device)
     if args.versus:
         second = Engine(game, args.versus, simulations=args.sims, seconds=args.seconds, device=args.device,

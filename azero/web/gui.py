@@ -50,7 +50,7 @@ class Job:
     """One piece of the engine thread's work: `kind` (move, look, graph, ponder) on one position."""
 
     kind: str
-    key: tuple[int, ...]  # the moves that reach the position
+    key: int  # the position's id (Gui._keys): one id per sequence of moves from the start
     state: State
     generation: int  # the Gui's generation when the job was chosen
     epoch: int  # the Gui's epoch (the game and its analyses) when the job was chosen
@@ -102,7 +102,12 @@ class Gui:
         if self.game != game:
             self.game = game
             self.epoch += 1
-            self.analyses: dict[tuple[int, ...], dict] = {}
+            self.analyses: dict[int, dict] = {}
+            # position ids: (parent's id, move) -> id, 0 the start. A line's ids cost one dict
+            # look-up a move, where keys made of the moves themselves cost the line's length
+            # each (quadratic on every poll of a long game). Like `finished`, they are kept
+            # for every position visited in this game (a few dozen bytes each)
+            self.ids: dict[tuple[int, int], int] = {}
             self.finished: dict[str, set] = {"look": set(), "graph": set(), "ponder": set()}
             self.node_limit = tree_node_limit(game)
             self.names = cell_names(game, game.click_actions(game.initial_state(1))[0].tolist())
@@ -118,8 +123,12 @@ class Gui:
         self.generation += 1
 
     # -- the position shown ------------------------------------------------------------------------
-    def _key(self, ply: int) -> tuple[int, ...]:
-        return tuple(self.session.actions[:ply])
+    def _keys(self, line: list[int] | None = None) -> list[int]:
+        """The id of each position of `line` (default: the line shown), from the start to its end."""
+        keys = [0]
+        for action in self.session.actions if line is None else line:
+            keys.append(self.ids.setdefault((keys[-1], action), len(self.ids) + 1))
+        return keys
 
     @property
     def shown(self) -> State:
@@ -135,19 +144,20 @@ class Gui:
         if self.stop or self.blocked == self.generation:
             return None
 
+        keys = self._keys()
+
         def job(kind, ply):
-            return Job(kind, self._key(ply), self.session.state_at(ply), self.generation, self.epoch)
+            return Job(kind, keys[ply], self.session.state_at(ply), self.generation, self.epoch)
 
         live = not bool(self.shown.done[0])
-        key = self._key(self.ply)
+        key = keys[self.ply]
         if live and self._engine_to_move():
             return job("move", self.ply)
         if self.searchless is self.engine:
             return None  # a player without a search (random, an external program) only plays
         if live and key not in self.finished["look"] and key not in self.finished["ponder"]:
             return job("look", self.ply)
-        for ply in range(len(self.session.actions) + 1):
-            other = self._key(ply)
+        for ply, other in enumerate(keys):
             if (not bool(self.session.state_at(ply).done[0])
                     and not any(other in done for done in self.finished.values())
                     and self.analyses.get(other, {}).get("visits", 0) < GRAPH_SIMULATIONS):
@@ -246,7 +256,7 @@ class Gui:
 
     def _forget_analyses(self) -> None:
         lines = [self.session.actions] + ([self.main_line] if self.main_line else [])
-        wanted = {tuple(line[:ply]) for line in lines for ply in range(len(line) + 1)}
+        wanted = {key for line in lines for key in self._keys(line)}
         self.analyses = {key: info for key, info in self.analyses.items() if key in wanted}
 
     def _play_engine_move(self, action: int) -> None:
@@ -293,7 +303,7 @@ class Gui:
                 "engine": self.engine.name,
                 "thinking": job is not None and job.kind == "move",
                 "work": job.kind if job is not None and job.generation == self.generation else None,
-                "analysis": self.analyses.get(self._key(ply)) if not over else None,
+                "analysis": self.analyses.get(self._keys()[ply]) if not over else None,
                 "graph": self._graph(),
                 "message": self.message,
                 "simulations": self.engine.simulations,
@@ -324,12 +334,12 @@ class Gui:
         """Per ply of the line: the first player's win-rate and the visits behind it (None: not
         analysed yet); a finished game's last point is its result."""
         points: list[dict | None] = []
-        for ply in range(len(self.session.actions) + 1):
+        for ply, key in enumerate(self._keys()):
             state = self.session.state_at(ply)
             if bool(state.done[0]):
                 points.append({"winrate": (float(self.game.result(state)[0]) + 1) / 2, "visits": 0, "final": True})
                 continue
-            info = self.analyses.get(self._key(ply))
+            info = self.analyses.get(key)
             if info is None:
                 points.append(None)
                 continue
@@ -496,7 +506,9 @@ class Gui:
         """The engine for `game`, at `simulations` a move or the budget the page set before
         (lowered to what the new board's tree may hold); returns a note for the message where
         it was lowered."""
-        if game == self.game and simulations is None:
+        if game == self.game:  # the same engine (a network is not loaded again under the lock)
+            if simulations is not None:
+                self.engine.simulations, self.engine.seconds = simulations, None
             return ""
         note, seconds = "", None
         if simulations is None:  # the budget set before, simulations or seconds
@@ -505,7 +517,7 @@ class Gui:
             if simulations is not None and simulations > limit:
                 simulations, note = limit, f" (at {limit} simulations a move, the most this board's tree may hold)"
         self.engine = Engine(game, self.opponent_spec, checkpoint=self.checkpoint, simulations=simulations,
-                             seconds=seconds, device=self.device)
+                             seconds=seconds, device=self.device, seed=self.engine.seed)
         return note
 
     def close(self, wait: float = 10.0) -> None:
