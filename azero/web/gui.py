@@ -273,7 +273,7 @@ class Gui:
     def snapshot(self) -> dict:
         with self.lock:
             game, session, ply = self.game, self.session, self.ply
-            state, line = self.shown, session.actions
+            state, line, keys = self.shown, session.actions, self._keys()
             over = bool(state.done[0])
             previous = session.state_at(ply - 1) if ply else None
             job = self.job
@@ -303,8 +303,8 @@ class Gui:
                 "engine": self.engine.name,
                 "thinking": job is not None and job.kind == "move",
                 "work": job.kind if job is not None and job.generation == self.generation else None,
-                "analysis": self.analyses.get(self._keys()[ply]) if not over else None,
-                "graph": self._graph(),
+                "analysis": self.analyses.get(keys[ply]) if not over else None,
+                "graph": self._graph(keys),
                 "message": self.message,
                 "simulations": self.engine.simulations,
                 "seconds": self.engine.seconds,
@@ -330,11 +330,11 @@ class Gui:
             shared += 1
         return shared
 
-    def _graph(self) -> list[dict | None]:
-        """Per ply of the line: the first player's win-rate and the visits behind it (None: not
-        analysed yet); a finished game's last point is its result."""
+    def _graph(self, keys: list[int]) -> list[dict | None]:
+        """Per ply of the line (`keys`: its positions' ids): the first player's win-rate and the
+        visits behind it (None: not analysed yet); a finished game's last point is its result."""
         points: list[dict | None] = []
-        for ply, key in enumerate(self._keys()):
+        for ply, key in enumerate(keys):
             state = self.session.state_at(ply)
             if bool(state.done[0]):
                 points.append({"winrate": (float(self.game.result(state)[0]) + 1) / 2, "visits": 0, "final": True})
