@@ -326,7 +326,8 @@ def _step_profile(game, net, batch: int, sims: int, seconds: float, repeats: int
             (kernels.Walker, "gather", "walks"), (kernels.Walker, "take_states", "positions' copies"),
             (kernels.Walker, "put_states", "positions' copies"), (game, "step", "game's step"),
             (game, "legal_mask", "legal moves and result"), (game, "result", "legal moves and result"),
-            (game, "encode", "encoding"), (network, "masked_softmax", "softmax"),
+            (game, "encode", "encoding"), (game, "expand_rows", "expansion in one pass"),
+            (network, "masked_softmax", "softmax"),
             (kernels.Walker, "record", "bookkeeping"), (kernels.Walker, "backup", "backup"),
         ):
             timer.wrap(owner, name, part)

@@ -31,8 +31,10 @@ modules run, computes the policy and the value alone. `outputs` returns
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
+import threading
 import warnings
 import math
 import typing
@@ -298,7 +300,7 @@ class NetworkEvaluator:
     kernels) for batches, and only frozen for a batch of one position, where oneDNN's
     layout conversions cost more than they save. Modules are rebuilt whenever the weights
     change (the tensors' version counters move when an optimizer or load_state_dict
-    writes them), and eager mode is used if one cannot be built. A batch of one position
+    writes them; within a search, `fixed_weights`, once), and eager mode is used if one cannot be built. A batch of one position
     runs on one CPU thread: a second thread gained little and could slow other work.
     docs/BENCHMARKS.md ("The learner") has the measurements behind these choices.
 
@@ -328,6 +330,22 @@ class NetworkEvaluator:
         self._auto = "int8" if on_cpu and native_int8() else "bfloat16" if on_cpu and native_bfloat16() else "float32"
         self._calibration: torch.Tensor | None = None  # int8's calibration positions, made once
         self._weights = list(itertools.chain(net.parameters(), net.buffers()))
+        self._fixed: dict[int, dict] = {}  # thread -> the modules looked up in its `fixed_weights` block
+
+    @contextlib.contextmanager
+    def fixed_weights(self):
+        """A block of this thread's calls during which nothing writes the weights (one search):
+        each module is looked up once, not checked against the weights' versions on every call.
+        Blocks may nest; other threads' calls check as usual."""
+        thread = threading.get_ident()
+        outer = thread in self._fixed
+        if not outer:
+            self._fixed[thread] = {}
+        try:
+            yield self
+        finally:
+            if not outer:
+                del self._fixed[thread]
 
     def _weights_version(self) -> tuple:
         return tuple(t._version for t in self._weights)
@@ -345,11 +363,14 @@ class NetworkEvaluator:
         frozen = self._can_freeze and not self.net.training
         if not frozen and precision == "float32":
             return self.net
-        version = self._weights_version()
         # a copy made in training mode keeps its batch-norm behaviour; one position at a time
         # (play, analysis) gets its own module, frozen without oneDNN's layout conversions
         single = planes.shape[0] == 1
         key = (precision, self.net.training, single)
+        fixed = self._fixed.get(threading.get_ident()) if self._fixed else None
+        if fixed is not None and key in fixed:
+            return fixed[key]
+        version = self._weights_version()
         cached = self._frozen.get(key)
         if cached is None or cached[0] != version:
             # normal tensors even when called under inference mode (the search runs in it)
@@ -361,6 +382,8 @@ class NetworkEvaluator:
                 else:
                     module = self._frozen_module(planes, legal, precision, frozen, single)
             cached = self._frozen[key] = (version, module)
+        if fixed is not None:
+            fixed[key] = cached[1]
         return cached[1]
 
     def _frozen_module(self, planes, legal, precision: str, frozen: bool, single: bool):
@@ -383,15 +406,24 @@ class NetworkEvaluator:
         self, states: State, keys: torch.Tensor | None = None, legal: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(prior float [n, A], value float [n]) for states [n]; `legal` is their legal mask if known."""
-        planes = self.game.encode(states).to(self.device)
-        legal = (self.game.legal_mask(states) if legal is None else legal).to(self.device)
-        precision = self.precision_for(states.batch_size)
+        legal = self.game.legal_mask(states) if legal is None else legal
+        return self.evaluate_encoded(self.game.encode(states), legal, states.to_play)
+
+    def evaluate_encoded(self, planes: torch.Tensor, legal: torch.Tensor,
+                         to_play: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """As the call, for positions already encoded (`game.encode`: planes [n, C, H, W]) whose
+        legal mask and player to move (long [n]) are given: the search's expansion computes
+        all three in one pass where the game can (games.base.Game.expand_rows). The prior and
+        value come back on `to_play`'s device."""
+        batch, home = planes.shape[0], to_play.device
+        planes, legal = planes.to(self.device), legal.to(self.device)
+        precision = self.precision_for(batch)
         module = self.module(planes, legal, precision)
-        with torch.inference_mode(), one_thread_if(states.batch_size == 1 and self.device.type == "cpu"):
+        with torch.inference_mode(), one_thread_if(batch == 1 and self.device.type == "cpu"):
             logits, value = module(as_network_input(planes, precision), legal)
             self.calls += 1
-            self.positions += states.batch_size
-            prior = masked_softmax(logits.float()).to(states.device)
-            value = value.float().to(states.device)
+            self.positions += batch
+            prior = masked_softmax(logits.float()).to(home)
+            value = value.float().to(home)
             # the network's view (player to move) -> the first player's
-            return prior, torch.where(states.to_play == 0, value, -value)
+            return prior, torch.where(to_play == 0, value, -value)

@@ -64,13 +64,17 @@ every game, and with a toy game defined in a test, in tests/test_contract.py):
                                       upper-cased, `parse_action` in either case) and `boardsize N`
                                       is the option size=N
     game.with_options(**options) -> the same game with some options changed
+    game.expand_rows(states, parent, child, action) -> Expansion or None   a compiled form of a
+                                      search's expansion (step, write, legal mask, result and
+                                      encoding of the new nodes in one pass; gomoku has one); None
+                                      (the default) where the game has none for these tensors
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, NamedTuple, Sequence
 
 import torch
 
@@ -200,6 +204,19 @@ class State:
         return type(self) is type(other) and all(
             torch.equal(getattr(self, f.name), getattr(other, f.name)) for f in dataclasses.fields(self)
         )
+
+
+class Expansion(NamedTuple):
+    """The new positions of `Game.expand_rows`, what a search needs of them (n rows):
+    legal bool [n, A], result float [n], planes float [n, C, H, W] (`encode`), to_play long [n],
+    parent_to_play long [n] (the player who moved into them), done bool [n]."""
+
+    legal: torch.Tensor
+    result: torch.Tensor
+    planes: torch.Tensor
+    to_play: torch.Tensor
+    parent_to_play: torch.Tensor
+    done: torch.Tensor
 
 
 @dataclass(eq=False)
@@ -525,6 +542,21 @@ class Game:
                 value = symmetry.policy(value)
             fields[f.name] = value
         return type(state)(**fields)
+
+    # -- the search's expansion -----------------------------------------------------------------
+    def expand_rows(self, states: State, parent: torch.Tensor, child: torch.Tensor,
+                    action: torch.Tensor) -> "Expansion | None":
+        """A compiled form of what a search does with its new nodes, in one pass: row child[i] of
+        `states` (many positions, e.g. a search tree's nodes; in place) becomes the position of
+        row parent[i] after action[i] (legal; `parent`, `child`, `action` long [n], the child
+        rows distinct and none of them a parent row), and the new rows' Expansion comes back.
+
+        The reference is the sequence a search runs without it (azero/search/engine.py):
+        `take`, `step(trusted=True)`, `put_`, `legal_mask`, `result`, `encode`; a game's
+        compiled form must give exactly what that gives (tests/test_kernels.py). None (this
+        default): the game has no compiled form for these tensors, the search runs the sequence.
+        """
+        return None
 
     # -- playouts -----------------------------------------------------------------------------
     def random_playout(self, state: State, source: Source = None) -> torch.Tensor:

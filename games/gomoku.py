@@ -19,6 +19,7 @@ import torch
 from .base import (
     NO_ACTION,
     BoardState,
+    Expansion,
     Game,
     GameError,
     Option,
@@ -55,6 +56,13 @@ class Gomoku(Game):
     presets = ("gomoku:size=9,k=5", "gomoku:size=15,k=5")
     sgf_game_type = 4
     sgf_default_size = 15
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # the compiled expansion plays gomoku's move and makes its planes: a subclass keeps it
+        # only while it keeps those
+        cls._own_expansion = all(getattr(cls, name) is getattr(Gomoku, name)
+                                 for name in ("_apply", "legal_mask", "result", "encode", "initial_state"))
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -195,6 +203,20 @@ class Gomoku(Game):
             result = result.clone()
             result[live] = winner.to(torch.float32)
         return result
+
+    _own_expansion = True
+
+    def expand_rows(self, states: BoardState, parent: torch.Tensor, child: torch.Tensor,
+                    action: torch.Tensor) -> Expansion | None:
+        """The compiled expansion (Game.expand_rows): the move, its line check, the legal mask
+        and the planes of each new row in one pass over it; None off the CPU, without numba,
+        on a board not contiguous in memory, or in a subclass with rules or planes of its own."""
+        if not (kernels.usable(states.board, parent, child, action) and states.board.is_contiguous()
+                and type(self)._own_expansion):
+            return None
+        legal, result, planes, to_play, parent_to_play, done = kernels.expand_stones(
+            states, parent, child, action, self._kernel_rays, self.k, self.exact)
+        return Expansion(legal, result, planes.view(-1, 4, self.height, self.width), to_play, parent_to_play, done)
 
     def encode(self, state: BoardState) -> torch.Tensor:
         # Written into one preallocated tensor: this runs for every leaf the search evaluates.

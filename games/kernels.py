@@ -251,6 +251,63 @@ def stone_planes(board_flat: torch.Tensor, to_play: torch.Tensor, last_action: t
 
 
 @njit(cache=True, nogil=True)
+def _expand_stones(board, to_play, move_number, done, winner, last_action, parent, child, action, rays, k, exact,
+                   out_legal, out_result, out_planes, out_to_play, out_parent_to_play, out_done):  # pragma: no cover
+    """A search's expansion of k-in-a-row positions in one pass (games.base.Game.expand_rows):
+    row child[i] of the state arrays becomes row parent[i] with the stone of the player to
+    move on cell action[i] (_play_stones's move); out_: the new rows' legal mask
+    (_empty_cells), result, planes (_stone_planes), player to move, the parent's, done."""
+    rows, cells = board.shape
+    for i in range(parent.shape[0]):
+        p, c, a = parent[i], child[i], action[i]
+        if a < 0 or a >= cells or p < 0 or p >= rows or c < 0 or c >= rows:  # numba does not check bounds
+            raise IndexError("expand_stones: a row or an action out of range")
+        row = board[c]
+        row[:] = board[p]
+        mover = to_play[p]
+        stone = np.int8(1 - 2 * mover)
+        row[a] = stone
+        hit = _line_through(row, a, stone, rays, k, exact)
+        move = move_number[p] + 1
+        finished = hit or move >= cells
+        to_play[c] = 1 - mover
+        move_number[c] = move
+        done[c] = finished
+        winner[c] = stone if hit else np.int8(0)
+        last_action[c] = a
+        out_to_play[i] = 1 - mover
+        out_parent_to_play[i] = mover
+        out_done[i] = finished
+        out_result[i] = np.float32(stone) if hit else np.float32(0.0)
+        for x in range(cells):  # plane by plane, from the view of the player to move (-stone)
+            out_planes[i, 0, x] = np.float32(row[x] == -stone)
+        for x in range(cells):
+            out_planes[i, 1, x] = np.float32(row[x] == stone)
+        out_planes[i, 2, :] = np.float32(0.0)
+        out_planes[i, 3, :] = np.float32(1.0)
+        out_planes[i, 2, a] = np.float32(1.0)
+        if finished:
+            out_legal[i, :] = False
+        else:
+            for x in range(cells):
+                out_legal[i, x] = row[x] == 0
+
+
+def expand_stones(state, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor, rays: np.ndarray, k: int,
+                  exact: bool) -> tuple[torch.Tensor, ...]:
+    """The compiled form of a k-in-a-row game's expand_rows (games.base.Game.expand_rows; CPU
+    tensors, the board contiguous): writes rows `child` of the BoardState `state` in place and
+    returns (legal, result, planes [n, 4, cells], to_play, parent_to_play, done) of the new rows."""
+    count, cells = parent.shape[0], state.board.shape[1] * state.board.shape[2]
+    outs = (np.empty((count, cells), np.bool_), np.empty(count, np.float32), np.empty((count, 4, cells), np.float32),
+            np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.bool_))
+    _expand_stones(state.board.numpy().reshape(-1, cells), state.to_play.numpy(), state.move_number.numpy(),
+                   state.done.numpy(), state.winner.numpy(), state.last_action.numpy(), parent.numpy(), child.numpy(),
+                   action.numpy(), rays, k, exact, *outs)
+    return tuple(torch.from_numpy(a) for a in outs)
+
+
+@njit(cache=True, nogil=True)
 def _empty_cells(board, done, out):  # pragma: no cover - compiled
     for b in range(board.shape[0]):
         if done[b]:

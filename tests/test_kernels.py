@@ -14,8 +14,11 @@ import torch
 
 import games
 from azero.search import PUCT, UCB1, RolloutEvaluator, new_tree, search, simulate
+from azero.search.tree import Tree
 from games import NO_ACTION, kernels
 from games.random import _hash32, make_keys, random_true
+
+FIELD_NAMES = [f.name for f in Tree.FIELDS]
 
 # Skipped where the kernels are switched off (AZERO_NO_KERNELS) or numba is missing, except
 # in CI (the CI variable set), where a missing numba fails below instead of passing quietly.
@@ -103,6 +106,48 @@ def test_network_planes_are_the_same(spec):
     ours, theirs = both(lambda: [game.encode(s) for s in positions])
     assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
     assert bool(ours[-1][:, 0].sum(dim=(1, 2)).gt(0).all())  # stones on every board by then
+
+
+@pytest.mark.parametrize(
+    "spec", ["gomoku:size=8,k=5", "gomoku:size=6,k=4,rule=standard", "gomoku:size=15,width=7,height=5", "tictactoe"]
+)
+def test_the_compiled_expansion_gives_what_the_separate_steps_give(spec):
+    """Gomoku's expand_rows (one compiled pass) against the sequence a search runs without it:
+    take, step, put, legal mask, result, encoding; on rows of random games, winning moves and
+    board-filling moves among them."""
+    game = games.make_from_spec(spec)
+    state, rows = game.initial_state(48), []
+    for ply in range(game.num_actions):
+        rows.append(state)
+        if bool(state.done.all()):
+            break
+        state = game.step(state, games.sample_uniform_legal(game.legal_mask(state), make_keys(ply, 48)))
+    table = games.State.cat(rows)  # every ply of 48 games: a tree's positions
+    live = (~table.done).nonzero().squeeze(1)
+    parent = live[torch.randperm(live.numel(), generator=torch.Generator().manual_seed(1))[:200]]
+    last_cell = live[table.move_number.index_select(0, live) == game.num_actions - 1]  # moves that fill the board
+    parent = torch.cat([parent[~torch.isin(parent, last_cell)], last_cell])
+    spare = torch.tensor(sorted(set(range(table.batch_size)) - set(parent.tolist())))
+    child = spare[torch.randperm(spare.numel(), generator=torch.Generator().manual_seed(2))[:parent.numel()]]
+    action = games.sample_uniform_legal(game.legal_mask(table.take(parent)), make_keys(3, parent.numel()))
+
+    fused = table.clone()
+    expansion = game.expand_rows(fused, parent, child, action)
+    assert expansion is not None  # numba is here (the module skips otherwise)
+    separate = table.clone()
+    before = separate.take(parent)
+    after = game.step(before, action, trusted=True)
+    separate.put_(child, after)
+    assert fused.equal(separate)
+    expected = (game.legal_mask(after), game.result(after), game.encode(after), after.to_play, before.to_play,
+                after.done)
+    for name, ours, theirs in zip(expansion._fields, expansion, expected):
+        assert ours.dtype == theirs.dtype and torch.equal(ours, theirs), name
+    assert bool(expansion.done.any()) and bool((expansion.result != 0).any())  # games won by these moves
+    if spec == "tictactoe":  # and drawn by filling the board
+        assert bool((expansion.done & (expansion.result == 0)).any())
+    with torch_only():  # the torch form has none: the search runs the separate steps
+        assert game.expand_rows(table.clone(), parent, child, action) is None
 
 
 def test_gomoku_move_checks_agree_on_legal_and_illegal_moves():
@@ -218,6 +263,88 @@ class Counted:
         self.calls += 1
         self.positions += states.batch_size
         return self.evaluator(states, keys, legal)
+
+
+class PlanesEvaluator:
+    """A deterministic stand-in for a network that reads only the network's input (a hash of
+    the planes, row by row), with the network evaluator's two entries: positions, or positions
+    already encoded (the search's compiled expansion gives those)."""
+
+    uses_keys = False
+
+    def __init__(self, game):
+        self.game, self.encoded_calls = game, 0
+
+    def __call__(self, states, keys=None, legal=None):
+        legal = self.game.legal_mask(states) if legal is None else legal
+        return self._evaluate(self.game.encode(states), legal, states.to_play)
+
+    def evaluate_encoded(self, planes, legal, to_play):
+        self.encoded_calls += 1
+        return self._evaluate(planes, legal, to_play)
+
+    def _evaluate(self, planes, legal, to_play):
+        flat = planes.flatten(1)
+        mixed = torch.sin((flat * torch.linspace(0.3, 2.9, flat.shape[1])).sum(dim=1, keepdim=True) * 7.0)
+        logits = torch.cos(mixed * torch.arange(1, self.game.num_actions + 1).float())
+        prior = torch.softmax(logits.masked_fill(~legal, float("-inf")), dim=1).nan_to_num_(0.0)  # 0 if none legal
+        value = torch.tanh(mixed.squeeze(1) * 3.0)
+        return prior, torch.where(to_play == 0, value, -value)
+
+
+class CallOnly:
+    """An evaluator's call alone, without `evaluate_encoded`: the search runs the expansion's separate steps."""
+
+    def __init__(self, evaluator):
+        self.evaluator, self.uses_keys = evaluator, evaluator.uses_keys
+
+    def __call__(self, states, keys=None, legal=None):
+        return self.evaluator(states, keys, legal)
+
+    @property
+    def encoded_calls(self):
+        return self.evaluator.encoded_calls
+
+
+class PUCTOfItsOwn(PUCT):
+    """PUCT under another name: a rule the compiled walks do not know (the torch form walks it)."""
+
+
+@pytest.mark.parametrize("kind", ["puct", "puct-parallel", "gumbel", "torch-walks"])
+def test_a_search_with_the_compiled_expansion_is_the_same_search(kind):
+    """The same search with the game's compiled expansion, with the separate steps, and in
+    the torch form: PUCT one leaf or 8 leaves a step, Gumbel, and PUCT walked by the torch
+    form over the compiled expansion."""
+    from azero.search import Gumbel, gumbel_noise, gumbel_search
+
+    game = games.make("gomoku", size=6, k=4)
+    roots = game.initial_state(5)
+    for ply in range(8):  # positions where lines are near: some walks reach finished games
+        roots = game.step(roots, games.sample_uniform_legal(game.legal_mask(roots), make_keys(ply, 5)))
+    assert not bool(roots.done.any())
+
+    def run(evaluator):
+        prior, value = evaluator(roots)
+        tree = new_tree(game, roots, 201, make_keys(0, 5), root_prior=prior, root_value=value)
+        if kind == "gumbel":
+            noise = gumbel_noise(make_keys(1, 5), game.num_actions)
+            gumbel_search(tree, game, evaluator, Gumbel(), 200, noise, considered=8)
+        else:
+            rule = PUCTOfItsOwn() if kind == "torch-walks" else PUCT()
+            simulate(tree, game, evaluator, rule, 200, parallel=8 if kind == "puct-parallel" else 1)
+        fields = [getattr(tree, f.name) for f in type(tree).FIELDS]
+        return [*fields, *(getattr(tree.states, f) for f in ("board", "to_play", "move_number", "done", "winner",
+                                                             "last_action"))], evaluator.encoded_calls
+
+    fused, calls = run(PlanesEvaluator(game))
+    assert calls > 0  # the search took the compiled expansion
+    separate, none = run(CallOnly(PlanesEvaluator(game)))
+    with torch_only():
+        torch_form, torch_calls = run(PlanesEvaluator(game))
+    assert none == 0 and torch_calls == 0
+    for ours, steps, theirs in zip(fused, separate, torch_form):
+        assert torch.equal(ours, steps) and torch.equal(ours, theirs)
+    assert bool(fused[FIELD_NAMES.index("terminal")].any())  # games ended inside the trees
 
 
 @pytest.mark.parametrize("virtual_loss", [True, False])

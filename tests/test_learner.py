@@ -374,6 +374,33 @@ def test_the_search_sees_the_network_as_it_is_after_every_training_step():
         assert not torch.allclose(evaluator(state)[1], expected_value, atol=1e-4)  # not the old weights
 
 
+def test_a_search_looks_its_module_up_once_and_the_next_search_sees_new_weights():
+    game = games.make("gomoku", size=6, k=4)
+    torch.manual_seed(0)
+    net = PolicyValueNet(NetworkConfig(blocks=1, channels=8, value_hidden=8), game).eval()
+    searcher = NetworkSearch(game, net)
+    roots = game.step(game.initial_state(5), torch.tensor([0, 7, 14, 21, 35]))
+    evaluator, checks = searcher.evaluator, []
+    versions = evaluator._weights_version
+    evaluator._weights_version = lambda: checks.append(1) or versions()
+
+    def searched_prior():
+        tree = searcher.fresh_tree(roots, make_keys(0, 5), 17)
+        before = len(checks)
+        searcher.search(tree, 16)
+        assert len(checks) - before == 1  # 16 evaluations of the leaves, one look at the weights
+        return tree.prior[:, 1], tree.states.take(torch.arange(5) * 17 + 1)
+
+    prior, leaves = searched_prior()
+    assert torch.allclose(prior, NetworkEvaluator(net, game)(leaves)[0], atol=1e-6)
+    with torch.no_grad():  # new weights between two searches (a training step, a weight update)
+        for weight in net.parameters():
+            weight.mul_(1.5)
+    new_prior, leaves = searched_prior()
+    assert torch.allclose(new_prior, NetworkEvaluator(net, game)(leaves)[0], atol=1e-6)
+    assert not torch.allclose(new_prior, prior, atol=1e-3)
+
+
 def test_bfloat16_inference_stays_close_to_float32_and_auto_chooses_by_batch():
     """The search may run the network in bfloat16; its priors and values stay within 2e-2 of float32."""
     game = games.make("gomoku", size=8, k=5)

@@ -6,7 +6,8 @@
 
 Selection walks all B trees down in lock-step, one level per iteration, with the
 rule (UCB1, PUCT, Gumbel) choosing at each node; a tree stops at an action whose child
-does not exist yet (the new node, a leaf: one `game.step` for all of them) or at a
+does not exist yet (the new node, a leaf: one `game.step` for all of them, or the game's
+compiled expansion, Game.expand_rows) or at a
 finished game (its result is the value, backed up at once). All new leaves are
 evaluated in one call, and the values are added along every path. Randomness comes
 from per-tree keys folded with the simulation and depth, so each tree's search is the
@@ -56,6 +57,10 @@ class Evaluator(Protocol):
     given, is a probability vector over actions (illegal ones 0). An evaluator whose
     `uses_keys` attribute is False gets keys None (the search then skips making them).
     The search passes `legal`, the states' legal mask, which it has already computed.
+    An evaluator without keys may also have `evaluate_encoded(planes, legal, to_play)`,
+    the same for positions already encoded (`game.encode`), whose legal mask and player
+    to move are given: where the game has a compiled expansion (Game.expand_rows, which
+    encodes the new nodes in its pass) the search calls that instead (the network's does).
     """
 
     def __call__(
@@ -318,11 +323,15 @@ def _backup_rounds(tree: Tree, rounds: list, value: torch.Tensor) -> None:
 
 def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: torch.Tensor | None,
             walker: "kernels.Walker | None" = None) -> torch.Tensor:
-    """Compute the leaves' positions (one `game.step`), write their fields and evaluate them.
+    """Compute the leaves' positions (one `game.step`, or the game's compiled expansion),
+    write their fields and evaluate them.
 
     leaves: the new nodes, whose parent links the walks wrote; keys: long [n] for the
-    evaluator (None for evaluators without randomness). With a walker (the compiled loop),
-    its `record` writes the fields in one call after the evaluation. Returns the values float [n], first player's view.
+    evaluator (None for evaluators without randomness). A game's compiled expansion
+    (Game.expand_rows) does the step, the positions' writes, the legal moves, the results
+    and the encoding in one call, for evaluators that take encoded positions
+    (`evaluate_encoded`, the network's). With a walker (the compiled loop), its `record`
+    writes the fields in one call after the evaluation. Returns the values float [n], first player's view.
     """
     rows, new = leaves.rows, leaves.nodes
     if rows.numel() == 0:
@@ -332,31 +341,39 @@ def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: 
     new_flat = tree_base + new
     action = leaves.actions
     parent_flat = tree_base + leaves.parents
-    parent_states = tree.states.take(parent_flat) if walker is None else walker.take_states(parent_flat)
-    states = game.step(parent_states, action, trusted=True)  # legal by construction
-    legal = game.legal_mask(states)
-    result = game.result(states)
+    expansion = None
+    if keys is None and hasattr(evaluator, "evaluate_encoded"):
+        expansion = game.expand_rows(tree.states, parent_flat, new_flat, action)
+    if expansion is not None:
+        legal, result, to_play, parent_to_play, done = (
+            expansion.legal, expansion.result, expansion.to_play, expansion.parent_to_play, expansion.done)
+        prior, leaf_value = evaluator.evaluate_encoded(expansion.planes, legal, to_play)
+    else:
+        parent_states = tree.states.take(parent_flat) if walker is None else walker.take_states(parent_flat)
+        states = game.step(parent_states, action, trusted=True)  # legal by construction
+        legal = game.legal_mask(states)
+        result = game.result(states)
+        if walker is None:
+            tree.states.put_(new_flat, states)
+        else:
+            walker.put_states(new_flat, states)
+        to_play, parent_to_play, done = states.to_play, parent_states.to_play, states.done
+        prior, leaf_value = evaluator(states, keys, legal)
+    if walker is not None:
+        return walker.record(leaves, parent_to_play, to_play, done, legal, result, prior, leaf_value)
 
     def put(array, values):
         array.view(-1, *array.shape[2:]).index_copy_(0, new_flat, values)
 
-    if walker is None:
-        tree.states.put_(new_flat, states)
-    else:
-        walker.put_states(new_flat, states)
-    prior, leaf_value = evaluator(states, keys, legal)
-    if walker is not None:
-        return walker.record(leaves, parent_states, states, legal, result, prior, leaf_value)
-
-    signs = player_signs(states.device, torch.float32)
-    mover = signs.index_select(0, parent_states.to_play)
+    signs = player_signs(to_play.device, torch.float32)
+    mover = signs.index_select(0, parent_to_play)
     put(tree.mover_sign, mover)
     if tree.prior is not None:  # only PUCT's first-play urgency reads q_sign
-        put(tree.q_sign, mover * signs.index_select(0, states.to_play))
+        put(tree.q_sign, mover * signs.index_select(0, to_play))
     put(tree.legal, legal)
-    put(tree.terminal, states.done)
+    put(tree.terminal, done)
     put(tree.terminal_value, result)
-    leaf_value = torch.where(states.done, result, leaf_value)
+    leaf_value = torch.where(done, result, leaf_value)
     if tree.prior is not None:
         if prior is None:
             prior = legal.float() / legal.sum(dim=1, keepdim=True).clamp(min=1)

@@ -423,10 +423,11 @@ class Walker:
             raise RuntimeError(f"search tree is full ({self.capacity} nodes); allocate more capacity")
         return Leaves(*(t[:leaves] for t in self.leaves))
 
-    def record(self, leaves: Leaves, parent_states, states, legal, result, prior, value) -> torch.Tensor:
+    def record(self, leaves: Leaves, parent_to_play, to_play, done, legal, result, prior, value) -> torch.Tensor:
         """Write the new nodes' fields (search.engine._expand's bookkeeping, one call) once the
-        evaluator has seen them: their signs, legal moves, end of game, result, prior
-        (uniform over the legal moves where `prior` is None) and raw value. Returns the
+        evaluator has seen them: their signs (from the player who moved into each, `parent_to_play`,
+        and the one to move, `to_play`, long [n]), legal moves, end of game (`done`), result,
+        prior (uniform over the legal moves where `prior` is None) and raw value. Returns the
         values to back up (float [n], first player's view): `value`, or the result where the game is over."""
         value = value.to(torch.float32, copy=True)
         has_prior = prior is not None
@@ -435,9 +436,9 @@ class Walker:
             rows,
             nodes,
             self.capacity,
-            parent_states.to_play.contiguous().numpy(),
-            states.to_play.contiguous().numpy(),
-            states.done.contiguous().view(torch.uint8).numpy(),
+            parent_to_play.contiguous().numpy(),
+            to_play.contiguous().numpy(),
+            done.contiguous().view(torch.uint8).numpy(),
             result.to(torch.float32).contiguous().numpy(),
             legal.contiguous().view(torch.uint8).numpy(),
             value.numpy(),
