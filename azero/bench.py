@@ -439,9 +439,13 @@ class TrivialEvaluator:
     """Uniform priors over the legal moves (the search's default without a prior) and value 0."""
 
     uses_keys = False
+    reads_planes = False  # the search's compiled expansion need not encode the leaves for it
 
     def __call__(self, states, keys=None, legal=None):
         return None, torch.zeros(states.batch_size)
+
+    def evaluate_encoded(self, planes, legal, to_play):
+        return None, torch.zeros(to_play.shape[0])
 
 
 def bench_overhead(seconds: float, repeats: int, *, batch: int = 256, simulations: int = 64) -> dict:

@@ -66,7 +66,8 @@ every game, and with a toy game defined in a test, in tests/test_contract.py):
     game.with_options(**options) -> the same game with some options changed
     game.expand_rows(states, parent, child, action) -> Expansion or None   a compiled form of a
                                       search's expansion (step, write, legal mask, result and
-                                      encoding of the new nodes in one pass; gomoku has one); None
+                                      encoding of the new nodes in one pass; gomoku and Connect
+                                      Four have one); None
                                       (the default) where the game has none for these tensors
 """
 
@@ -208,7 +209,7 @@ class State:
 
 class Expansion(NamedTuple):
     """The new positions of `Game.expand_rows`, what a search needs of them (n rows):
-    legal bool [n, A], result float [n], planes float [n, C, H, W] (`encode`), to_play long [n],
+    legal bool [n, A], result float [n], planes float [n, C, H, W] (`encode`; None if not asked), to_play long [n],
     parent_to_play long [n] (the player who moved into them), done bool [n]."""
 
     legal: torch.Tensor
@@ -544,12 +545,13 @@ class Game:
         return type(state)(**fields)
 
     # -- the search's expansion -----------------------------------------------------------------
-    def expand_rows(self, states: State, parent: torch.Tensor, child: torch.Tensor,
-                    action: torch.Tensor) -> "Expansion | None":
+    def expand_rows(self, states: State, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor,
+                    encode: bool = True) -> "Expansion | None":
         """A compiled form of what a search does with its new nodes, in one pass: row child[i] of
         `states` (many positions, e.g. a search tree's nodes; in place) becomes the position of
         row parent[i] after action[i] (legal; `parent`, `child`, `action` long [n], the child
-        rows distinct and none of them a parent row), and the new rows' Expansion comes back.
+        rows distinct and none of them a parent row), and the new rows' Expansion comes back
+        (its planes None without `encode`).
 
         The reference is the sequence a search runs without it (azero/search/engine.py):
         `take`, `step(trusted=True)`, `put_`, `legal_mask`, `result`, `encode`; a game's

@@ -24,6 +24,7 @@ import torch
 from . import kernels
 from .base import (
     BoardState,
+    Expansion,
     Game,
     GameError,
     Option,
@@ -171,6 +172,20 @@ class ConnectFour(Game):
             last_action=torch.tensor([-1], dtype=torch.long),
             heights=occupied.sum(dim=0, dtype=torch.long).unsqueeze(0),
         )
+
+    def expand_rows(self, states: ConnectFourState, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor,
+                    encode: bool = True) -> Expansion | None:
+        """The compiled expansion (Game.expand_rows): the drop, its line check, the columns with
+        room and the planes of each new row in one pass; None off the CPU, without numba, or
+        on arrays not contiguous in memory."""
+        if not (kernels.usable(states.board, parent, child, action) and states.board.is_contiguous()
+                and states.heights.is_contiguous()):
+            return None
+        legal, result, planes, to_play, parent_to_play, done = kernels.expand_discs(
+            states, parent, child, action, self.height, self._kernel_rays, self.k, encode)
+        if planes is not None:
+            planes = planes.view(-1, 3, self.height, self.width)
+        return Expansion(legal, result, planes, to_play, parent_to_play, done)
 
     def encode(self, state: ConnectFourState) -> torch.Tensor:
         """float [B, 3, H, W]: own discs, opponent discs, ones."""

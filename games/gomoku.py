@@ -206,8 +206,8 @@ class Gomoku(Game):
 
     _own_expansion = True
 
-    def expand_rows(self, states: BoardState, parent: torch.Tensor, child: torch.Tensor,
-                    action: torch.Tensor) -> Expansion | None:
+    def expand_rows(self, states: BoardState, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor,
+                    encode: bool = True) -> Expansion | None:
         """The compiled expansion (Game.expand_rows): the move, its line check, the legal mask
         and the planes of each new row in one pass over it; None off the CPU, without numba,
         on a board not contiguous in memory, or in a subclass with rules or planes of its own."""
@@ -215,8 +215,10 @@ class Gomoku(Game):
                 and type(self)._own_expansion):
             return None
         legal, result, planes, to_play, parent_to_play, done = kernels.expand_stones(
-            states, parent, child, action, self._kernel_rays, self.k, self.exact)
-        return Expansion(legal, result, planes.view(-1, 4, self.height, self.width), to_play, parent_to_play, done)
+            states, parent, child, action, self._kernel_rays, self.k, self.exact, encode)
+        if planes is not None:
+            planes = planes.view(-1, 4, self.height, self.width)
+        return Expansion(legal, result, planes, to_play, parent_to_play, done)
 
     def encode(self, state: BoardState) -> torch.Tensor:
         # Written into one preallocated tensor: this runs for every leaf the search evaluates.

@@ -252,11 +252,13 @@ def stone_planes(board_flat: torch.Tensor, to_play: torch.Tensor, last_action: t
 
 @njit(cache=True, nogil=True)
 def _expand_stones(board, to_play, move_number, done, winner, last_action, parent, child, action, rays, k, exact,
-                   out_legal, out_result, out_planes, out_to_play, out_parent_to_play, out_done):  # pragma: no cover
+                   encode, out_legal, out_result, out_planes, out_to_play, out_parent_to_play,
+                   out_done):  # pragma: no cover
     """A search's expansion of k-in-a-row positions in one pass (games.base.Game.expand_rows):
     row child[i] of the state arrays becomes row parent[i] with the stone of the player to
     move on cell action[i] (_play_stones's move); out_: the new rows' legal mask
-    (_empty_cells), result, planes (_stone_planes), player to move, the parent's, done."""
+    (_empty_cells), result, planes (_stone_planes; only with `encode`), player to move, the
+    parent's, done."""
     rows, cells = board.shape
     for i in range(parent.shape[0]):
         p, c, a = parent[i], child[i], action[i]
@@ -279,13 +281,14 @@ def _expand_stones(board, to_play, move_number, done, winner, last_action, paren
         out_parent_to_play[i] = mover
         out_done[i] = finished
         out_result[i] = np.float32(stone) if hit else np.float32(0.0)
-        for x in range(cells):  # plane by plane, from the view of the player to move (-stone)
-            out_planes[i, 0, x] = np.float32(row[x] == -stone)
-        for x in range(cells):
-            out_planes[i, 1, x] = np.float32(row[x] == stone)
-        out_planes[i, 2, :] = np.float32(0.0)
-        out_planes[i, 3, :] = np.float32(1.0)
-        out_planes[i, 2, a] = np.float32(1.0)
+        if encode:
+            for x in range(cells):  # plane by plane, from the view of the player to move (-stone)
+                out_planes[i, 0, x] = np.float32(row[x] == -stone)
+            for x in range(cells):
+                out_planes[i, 1, x] = np.float32(row[x] == stone)
+            out_planes[i, 2, :] = np.float32(0.0)
+            out_planes[i, 3, :] = np.float32(1.0)
+            out_planes[i, 2, a] = np.float32(1.0)
         if finished:
             out_legal[i, :] = False
         else:
@@ -293,18 +296,91 @@ def _expand_stones(board, to_play, move_number, done, winner, last_action, paren
                 out_legal[i, x] = row[x] == 0
 
 
+def _expansion_outputs(count: int, cells: int, planes: int, actions: int, encode: bool) -> tuple[np.ndarray, ...]:
+    """The arrays a compiled expansion fills: legal, result, planes (a dummy without `encode`),
+    to_play, parent_to_play, done."""
+    return (np.empty((count, actions), np.bool_), np.empty(count, np.float32),
+            np.empty((count, planes, cells) if encode else (1, planes, 1), np.float32),
+            np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.bool_))
+
+
+def _expansion_tensors(outs: tuple[np.ndarray, ...], encode: bool) -> tuple[torch.Tensor | None, ...]:
+    tensors = tuple(torch.from_numpy(a) for a in outs)
+    return tensors if encode else (*tensors[:2], None, *tensors[3:])
+
+
 def expand_stones(state, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor, rays: np.ndarray, k: int,
-                  exact: bool) -> tuple[torch.Tensor, ...]:
+                  exact: bool, encode: bool = True) -> tuple[torch.Tensor | None, ...]:
     """The compiled form of a k-in-a-row game's expand_rows (games.base.Game.expand_rows; CPU
     tensors, the board contiguous): writes rows `child` of the BoardState `state` in place and
-    returns (legal, result, planes [n, 4, cells], to_play, parent_to_play, done) of the new rows."""
+    returns (legal, result, planes [n, 4, cells] or None without `encode`, to_play,
+    parent_to_play, done) of the new rows."""
     count, cells = parent.shape[0], state.board.shape[1] * state.board.shape[2]
-    outs = (np.empty((count, cells), np.bool_), np.empty(count, np.float32), np.empty((count, 4, cells), np.float32),
-            np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.bool_))
+    outs = _expansion_outputs(count, cells, 4, cells, encode)
     _expand_stones(state.board.numpy().reshape(-1, cells), state.to_play.numpy(), state.move_number.numpy(),
                    state.done.numpy(), state.winner.numpy(), state.last_action.numpy(), parent.numpy(), child.numpy(),
-                   action.numpy(), rays, k, exact, *outs)
-    return tuple(torch.from_numpy(a) for a in outs)
+                   action.numpy(), rays, k, exact, encode, *outs)
+    return _expansion_tensors(outs, encode)
+
+
+@njit(cache=True, nogil=True)
+def _expand_discs(board, heights, to_play, move_number, done, winner, last_action, parent, child, action, rows_, rays,
+                  k, encode, out_legal, out_result, out_planes, out_to_play, out_parent_to_play,
+                  out_done):  # pragma: no cover - compiled
+    """A search's expansion of Connect Four positions in one pass (games.base.Game.expand_rows):
+    row child[i] becomes row parent[i] with the disc of the player to move dropped into
+    column action[i] (_drop_discs's move); out_: the new rows' legal mask (columns with
+    room), result, planes (own discs, the opponent's, ones; only with `encode`), player to
+    move, the parent's, done."""
+    count, cells = board.shape
+    width = heights.shape[1]
+    for i in range(parent.shape[0]):
+        p, c, column = parent[i], child[i], action[i]
+        if column < 0 or column >= width or p < 0 or p >= count or c < 0 or c >= count:  # numba does not check bounds
+            raise IndexError("expand_discs: a row or a column out of range")
+        row = board[c]
+        row[:] = board[p]
+        height = heights[c]
+        height[:] = heights[p]
+        cell = max(rows_ - 1 - height[column], 0) * width + column
+        mover = to_play[p]
+        stone = np.int8(1 - 2 * mover)
+        row[cell] = stone
+        height[column] += 1
+        hit = _line_through(row, cell, stone, rays, k, False)
+        move = move_number[p] + 1
+        finished = hit or move >= cells
+        to_play[c] = 1 - mover
+        move_number[c] = move
+        done[c] = finished
+        winner[c] = stone if hit else np.int8(0)
+        last_action[c] = column
+        out_to_play[i] = 1 - mover
+        out_parent_to_play[i] = mover
+        out_done[i] = finished
+        out_result[i] = np.float32(stone) if hit else np.float32(0.0)
+        if encode:
+            for x in range(cells):  # from the view of the player to move (-stone)
+                out_planes[i, 0, x] = np.float32(row[x] == -stone)
+            for x in range(cells):
+                out_planes[i, 1, x] = np.float32(row[x] == stone)
+            out_planes[i, 2, :] = np.float32(1.0)
+        for x in range(width):
+            out_legal[i, x] = height[x] < rows_ and not finished
+
+
+def expand_discs(state, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor, rows: int, rays: np.ndarray,
+                 k: int, encode: bool = True) -> tuple[torch.Tensor | None, ...]:
+    """The compiled form of ConnectFour.expand_rows (CPU tensors, board and heights contiguous):
+    writes rows `child` of `state` in place and returns (legal, result, planes [n, 3, cells] or
+    None without `encode`, to_play, parent_to_play, done) of the new rows."""
+    count, width = parent.shape[0], state.heights.shape[1]
+    cells = state.board.shape[1] * state.board.shape[2]
+    outs = _expansion_outputs(count, cells, 3, width, encode)
+    _expand_discs(state.board.numpy().reshape(-1, cells), state.heights.numpy(), state.to_play.numpy(),
+                  state.move_number.numpy(), state.done.numpy(), state.winner.numpy(), state.last_action.numpy(),
+                  parent.numpy(), child.numpy(), action.numpy(), rows, rays, k, encode, *outs)
+    return _expansion_tensors(outs, encode)
 
 
 @njit(cache=True, nogil=True)

@@ -7,6 +7,7 @@ off (as on a GPU or without numba), and requires the same answer.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 
 import pytest
@@ -108,16 +109,19 @@ def test_network_planes_are_the_same(spec):
     assert bool(ours[-1][:, 0].sum(dim=(1, 2)).gt(0).all())  # stones on every board by then
 
 
+@pytest.mark.parametrize("encode", [True, False])
 @pytest.mark.parametrize(
-    "spec", ["gomoku:size=8,k=5", "gomoku:size=6,k=4,rule=standard", "gomoku:size=15,width=7,height=5", "tictactoe"]
+    "spec", ["gomoku:size=8,k=5", "gomoku:size=6,k=4,rule=standard", "gomoku:size=15,width=7,height=5", "tictactoe",
+             "connect4", "connect4:rows=4,columns=4,k=4"]
 )
-def test_the_compiled_expansion_gives_what_the_separate_steps_give(spec):
-    """Gomoku's expand_rows (one compiled pass) against the sequence a search runs without it:
-    take, step, put, legal mask, result, encoding; on rows of random games, winning moves and
-    board-filling moves among them."""
+def test_the_compiled_expansion_gives_what_the_separate_steps_give(spec, encode):
+    """A game's expand_rows (one compiled pass: gomoku's, Connect Four's) against the sequence a
+    search runs without it: take, step, put, legal mask, result, encoding (not made when not
+    asked); on rows of random games, winning moves and board-filling moves among them."""
     game = games.make_from_spec(spec)
+    cells = game.board_shape[0] * game.board_shape[1]
     state, rows = game.initial_state(48), []
-    for ply in range(game.num_actions):
+    for ply in range(cells):
         rows.append(state)
         if bool(state.done.all()):
             break
@@ -125,26 +129,26 @@ def test_the_compiled_expansion_gives_what_the_separate_steps_give(spec):
     table = games.State.cat(rows)  # every ply of 48 games: a tree's positions
     live = (~table.done).nonzero().squeeze(1)
     parent = live[torch.randperm(live.numel(), generator=torch.Generator().manual_seed(1))[:200]]
-    last_cell = live[table.move_number.index_select(0, live) == game.num_actions - 1]  # moves that fill the board
+    last_cell = live[table.move_number.index_select(0, live) == cells - 1]  # moves that fill the board
     parent = torch.cat([parent[~torch.isin(parent, last_cell)], last_cell])
     spare = torch.tensor(sorted(set(range(table.batch_size)) - set(parent.tolist())))
     child = spare[torch.randperm(spare.numel(), generator=torch.Generator().manual_seed(2))[:parent.numel()]]
     action = games.sample_uniform_legal(game.legal_mask(table.take(parent)), make_keys(3, parent.numel()))
 
     fused = table.clone()
-    expansion = game.expand_rows(fused, parent, child, action)
+    expansion = game.expand_rows(fused, parent, child, action, encode=encode)
     assert expansion is not None  # numba is here (the module skips otherwise)
     separate = table.clone()
     before = separate.take(parent)
     after = game.step(before, action, trusted=True)
     separate.put_(child, after)
     assert fused.equal(separate)
-    expected = (game.legal_mask(after), game.result(after), game.encode(after), after.to_play, before.to_play,
-                after.done)
+    expected = (game.legal_mask(after), game.result(after), game.encode(after) if encode else None, after.to_play,
+                before.to_play, after.done)
     for name, ours, theirs in zip(expansion._fields, expansion, expected):
-        assert ours.dtype == theirs.dtype and torch.equal(ours, theirs), name
+        assert (ours is None and theirs is None) or (ours.dtype == theirs.dtype and torch.equal(ours, theirs)), name
     assert bool(expansion.done.any()) and bool((expansion.result != 0).any())  # games won by these moves
-    if spec == "tictactoe":  # and drawn by filling the board
+    if spec in ("tictactoe", "connect4:rows=4,columns=4,k=4"):  # and drawn by filling the board
         assert bool((expansion.done & (expansion.result == 0)).any())
     with torch_only():  # the torch form has none: the search runs the separate steps
         assert game.expand_rows(table.clone(), parent, child, action) is None
@@ -272,19 +276,21 @@ class PlanesEvaluator:
 
     uses_keys = False
 
-    def __init__(self, game):
-        self.game, self.encoded_calls = game, 0
+    def __init__(self, game, reads_planes: bool = True):
+        self.game, self.encoded_calls, self.reads_planes = game, 0, reads_planes
 
     def __call__(self, states, keys=None, legal=None):
         legal = self.game.legal_mask(states) if legal is None else legal
-        return self._evaluate(self.game.encode(states), legal, states.to_play)
+        return self._evaluate(self.game.encode(states) if self.reads_planes else None, legal, states.to_play)
 
     def evaluate_encoded(self, planes, legal, to_play):
         self.encoded_calls += 1
+        assert (planes is None) == (not self.reads_planes)  # planes made exactly when read
         return self._evaluate(planes, legal, to_play)
 
     def _evaluate(self, planes, legal, to_play):
-        flat = planes.flatten(1)
+        # without planes (reads_planes False): from the legal moves and the player to move only
+        flat = torch.cat([legal.float(), to_play.float().unsqueeze(1)], dim=1) if planes is None else planes.flatten(1)
         mixed = torch.sin((flat * torch.linspace(0.3, 2.9, flat.shape[1])).sum(dim=1, keepdim=True) * 7.0)
         logits = torch.cos(mixed * torch.arange(1, self.game.num_actions + 1).float())
         prior = torch.softmax(logits.masked_fill(~legal, float("-inf")), dim=1).nan_to_num_(0.0)  # 0 if none legal
@@ -310,14 +316,15 @@ class PUCTOfItsOwn(PUCT):
     """PUCT under another name: a rule the compiled walks do not know (the torch form walks it)."""
 
 
-@pytest.mark.parametrize("kind", ["puct", "puct-parallel", "gumbel", "torch-walks"])
+@pytest.mark.parametrize("kind", ["puct", "puct-parallel", "gumbel", "torch-walks", "connect4", "no-planes"])
 def test_a_search_with_the_compiled_expansion_is_the_same_search(kind):
     """The same search with the game's compiled expansion, with the separate steps, and in
-    the torch form: PUCT one leaf or 8 leaves a step, Gumbel, and PUCT walked by the torch
-    form over the compiled expansion."""
+    the torch form: PUCT one leaf or 8 leaves a step, Gumbel, PUCT walked by the torch
+    form over the compiled expansion, Connect Four, and an evaluator that reads no planes."""
     from azero.search import Gumbel, gumbel_noise, gumbel_search
 
-    game = games.make("gomoku", size=6, k=4)
+    game = games.make("connect4") if kind == "connect4" else games.make("gomoku", size=6, k=4)
+    reads_planes = kind != "no-planes"
     roots = game.initial_state(5)
     for ply in range(8):  # positions where lines are near: some walks reach finished games
         roots = game.step(roots, games.sample_uniform_legal(game.legal_mask(roots), make_keys(ply, 5)))
@@ -333,14 +340,14 @@ def test_a_search_with_the_compiled_expansion_is_the_same_search(kind):
             rule = PUCTOfItsOwn() if kind == "torch-walks" else PUCT()
             simulate(tree, game, evaluator, rule, 200, parallel=8 if kind == "puct-parallel" else 1)
         fields = [getattr(tree, f.name) for f in type(tree).FIELDS]
-        return [*fields, *(getattr(tree.states, f) for f in ("board", "to_play", "move_number", "done", "winner",
-                                                             "last_action"))], evaluator.encoded_calls
+        return [*fields, *(getattr(tree.states, f.name) for f in dataclasses.fields(tree.states))], \
+            evaluator.encoded_calls
 
-    fused, calls = run(PlanesEvaluator(game))
+    fused, calls = run(PlanesEvaluator(game, reads_planes))
     assert calls > 0  # the search took the compiled expansion
-    separate, none = run(CallOnly(PlanesEvaluator(game)))
+    separate, none = run(CallOnly(PlanesEvaluator(game, reads_planes)))
     with torch_only():
-        torch_form, torch_calls = run(PlanesEvaluator(game))
+        torch_form, torch_calls = run(PlanesEvaluator(game, reads_planes))
     assert none == 0 and torch_calls == 0
     for ours, steps, theirs in zip(fused, separate, torch_form):
         assert torch.equal(ours, steps) and torch.equal(ours, theirs)

@@ -60,7 +60,8 @@ class Evaluator(Protocol):
     An evaluator without keys may also have `evaluate_encoded(planes, legal, to_play)`,
     the same for positions already encoded (`game.encode`), whose legal mask and player
     to move are given: where the game has a compiled expansion (Game.expand_rows, which
-    encodes the new nodes in its pass) the search calls that instead (the network's does).
+    encodes the new nodes in its pass) the search calls that instead (the network's does;
+    with `reads_planes = False` the planes are None, and not made).
     """
 
     def __call__(
@@ -343,7 +344,8 @@ def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: 
     parent_flat = tree_base + leaves.parents
     expansion = None
     if keys is None and hasattr(evaluator, "evaluate_encoded"):
-        expansion = game.expand_rows(tree.states, parent_flat, new_flat, action)
+        expansion = game.expand_rows(tree.states, parent_flat, new_flat, action,
+                                     encode=getattr(evaluator, "reads_planes", True))
     if expansion is not None:
         legal, result, to_play, parent_to_play, done = (
             expansion.legal, expansion.result, expansion.to_play, expansion.parent_to_play, expansion.done)
