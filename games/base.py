@@ -64,7 +64,7 @@ every game, and with a toy game defined in a test, in tests/test_contract.py):
                                       upper-cased, `parse_action` in either case) and `boardsize N`
                                       is the option size=N
     game.with_options(**options) -> the same game with some options changed
-    game.expand_rows(states, parent, child, action) -> Expansion or None   a compiled form of a
+    game.expand_rows(states, parent, child, action, encode) -> Expansion or None   a compiled form of a
                                       search's expansion (step, write, legal mask, result and
                                       encoding of the new nodes in one pass; gomoku and Connect
                                       Four have one); None
@@ -74,6 +74,7 @@ every game, and with a toy game defined in a test, in tests/test_contract.py):
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, NamedTuple, Sequence
 
@@ -205,6 +206,17 @@ class State:
         return type(self) is type(other) and all(
             torch.equal(getattr(self, f.name), getattr(other, f.name)) for f in dataclasses.fields(self)
         )
+
+
+# what a game's compiled expansion (Game.expand_rows) computes: a subclass that changes one of
+# these keeps the compiled form only if it writes its own
+RULE_METHODS = ("initial_state", "_apply", "legal_mask", "result", "encode")
+
+
+@functools.cache
+def keeps_rules(cls: type, owner: type) -> bool:
+    """Whether class `cls` plays and encodes as `owner` does (none of RULE_METHODS overridden)."""
+    return all(getattr(cls, name) is getattr(owner, name) for name in RULE_METHODS)
 
 
 class Expansion(NamedTuple):

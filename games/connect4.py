@@ -30,6 +30,7 @@ from .base import (
     Option,
     Symmetry,
     board_symmetries,
+    keeps_rules,
     new_board_state,
     player_sign,
     stone_planes,
@@ -176,10 +177,10 @@ class ConnectFour(Game):
     def expand_rows(self, states: ConnectFourState, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor,
                     encode: bool = True) -> Expansion | None:
         """The compiled expansion (Game.expand_rows): the drop, its line check, the columns with
-        room and the planes of each new row in one pass; None off the CPU, without numba, or
-        on arrays not contiguous in memory."""
+        room and the planes of each new row in one pass; None off the CPU, without numba, on
+        arrays not contiguous in memory, or in a subclass with rules or planes of its own."""
         if not (kernels.usable(states.board, parent, child, action) and states.board.is_contiguous()
-                and states.heights.is_contiguous()):
+                and states.heights.is_contiguous() and keeps_rules(type(self), ConnectFour)):
             return None
         legal, result, planes, to_play, parent_to_play, done = kernels.expand_discs(
             states, parent, child, action, self.height, self._kernel_rays, self.k, encode)

@@ -25,6 +25,7 @@ from .base import (
     Option,
     board_symmetries,
     format_square,
+    keeps_rules,
     live_rows,
     new_board_state,
     parse_square,
@@ -56,13 +57,6 @@ class Gomoku(Game):
     presets = ("gomoku:size=9,k=5", "gomoku:size=15,k=5")
     sgf_game_type = 4
     sgf_default_size = 15
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        # the compiled expansion plays gomoku's move and makes its planes: a subclass keeps it
-        # only while it keeps those
-        cls._own_expansion = all(getattr(cls, name) is getattr(Gomoku, name)
-                                 for name in ("_apply", "legal_mask", "result", "encode", "initial_state"))
 
     def __init__(self, **options):
         super().__init__(**options)
@@ -204,15 +198,13 @@ class Gomoku(Game):
             result[live] = winner.to(torch.float32)
         return result
 
-    _own_expansion = True
-
     def expand_rows(self, states: BoardState, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor,
                     encode: bool = True) -> Expansion | None:
         """The compiled expansion (Game.expand_rows): the move, its line check, the legal mask
         and the planes of each new row in one pass over it; None off the CPU, without numba,
         on a board not contiguous in memory, or in a subclass with rules or planes of its own."""
         if not (kernels.usable(states.board, parent, child, action) and states.board.is_contiguous()
-                and type(self)._own_expansion):
+                and keeps_rules(type(self), Gomoku)):
             return None
         legal, result, planes, to_play, parent_to_play, done = kernels.expand_stones(
             states, parent, child, action, self._kernel_rays, self.k, self.exact, encode)

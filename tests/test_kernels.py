@@ -269,6 +269,21 @@ class Counted:
         return self.evaluator(states, keys, legal)
 
 
+def test_a_subclass_with_rules_or_planes_of_its_own_runs_the_separate_steps():
+    class Doubled(games.Gomoku):  # other planes: gomoku's compiled expansion would be wrong for it
+        def encode(self, state):
+            return super().encode(state) * 2
+
+    class Tall(games.ConnectFour):  # another rule for the moves
+        def legal_mask(self, state):
+            return super().legal_mask(state)
+
+    for game in (Doubled(size=6, k=4), Tall(), games.make("tictactoe"), games.make("connect4")):
+        rows = game.initial_state(3)
+        expansion = game.expand_rows(rows, torch.tensor([0]), torch.tensor([1]), torch.tensor([2]))
+        assert (expansion is None) == (type(game) in (Doubled, Tall)), type(game).__name__
+
+
 class PlanesEvaluator:
     """A deterministic stand-in for a network that reads only the network's input (a hash of
     the planes, row by row), with the network evaluator's two entries: positions, or positions

@@ -331,7 +331,8 @@ def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: 
     evaluator (None for evaluators without randomness). A game's compiled expansion
     (Game.expand_rows) does the step, the positions' writes, the legal moves, the results
     and the encoding in one call, for evaluators that take encoded positions
-    (`evaluate_encoded`, the network's). With a walker (the compiled loop), its `record`
+    (`evaluate_encoded`: the network's; the encoding is skipped for one with `reads_planes`
+    False, the bench's trivial evaluator). With a walker (the compiled loop), its `record`
     writes the fields in one call after the evaluation. Returns the values float [n], first player's view.
     """
     rows, new = leaves.rows, leaves.nodes
