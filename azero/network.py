@@ -45,6 +45,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from games import Game, State
+from games.base import player_signs
 from games.options import field_option, read_option
 
 from .errors import UserError
@@ -424,6 +425,5 @@ class NetworkEvaluator:
             self.calls += 1
             self.positions += batch
             prior = masked_softmax(logits.float()).to(home)
-            value = value.float().to(home)
-            # the network's view (player to move) -> the first player's
-            return prior, torch.where(to_play == 0, value, -value)
+            # the network's view (player to move) -> the first player's: times +1 or -1, exact
+            return prior, value.float().to(home).mul_(player_signs(home, torch.float32).index_select(0, to_play))
