@@ -19,7 +19,7 @@ import torch
 import games
 from azero.distributed.ledger import Chunk, Ledger, select_games
 from azero.selfplay import Samples
-from runs import tiny_args
+from runs import ctrl_c_default, tiny_args
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = tiny_args({
@@ -49,7 +49,7 @@ def train(*args: str, timeout: int = 600, env: dict | None = None) -> subprocess
 def start(log: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
     with open(log, "w") as out:
         return subprocess.Popen([sys.executable, str(REPO / "scripts" / "train.py"), *args], stdout=out,
-                                stderr=subprocess.STDOUT, text=True, env=env)
+                                stderr=subprocess.STDOUT, text=True, env=env, preexec_fn=ctrl_c_default)
 
 
 def wait_for(predicate, timeout: float, what: str, process: subprocess.Popen | None = None):

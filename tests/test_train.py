@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from runs import tiny_args
+from runs import ctrl_c_default, tiny_args
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = tiny_args()
@@ -137,7 +137,7 @@ def test_killed_mid_iteration_loses_at_most_that_iteration(tmp_path):
 def test_ctrl_c_stops_cleanly_and_says_how_to_continue(tmp_path):
     run_dir = tmp_path / "run"
     process = subprocess.Popen([sys.executable, str(REPO / "scripts" / "train.py"), *TINY, "--run-dir", str(run_dir)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_default)
     deadline = time.time() + 240
     while time.time() < deadline and not (run_dir / "latest.pt").exists():
         time.sleep(0.2)
