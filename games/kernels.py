@@ -250,6 +250,33 @@ def stone_planes(board_flat: torch.Tensor, to_play: torch.Tensor, last_action: t
     return torch.from_numpy(out)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _after_move(i, p, c, row, stone, hit, last, to_play, move_number, done, winner, last_action, encode, out_result,
+                out_planes, out_to_play, out_parent_to_play, out_done):  # pragma: no cover - compiled
+    """The new row c's counters after `stone`'s move (`last` the action written) from row p,
+    its expansion outputs i and, with `encode`, its first two planes (own stones, the
+    opponent's, from the view of the player to move, -stone); returns whether the game is over."""
+    cells = row.shape[0]
+    mover = to_play[p]
+    move = move_number[p] + 1
+    finished = hit or move >= cells
+    to_play[c] = 1 - mover
+    move_number[c] = move
+    done[c] = finished
+    winner[c] = stone if hit else np.int8(0)
+    last_action[c] = last
+    out_to_play[i] = 1 - mover
+    out_parent_to_play[i] = mover
+    out_done[i] = finished
+    out_result[i] = np.float32(stone) if hit else np.float32(0.0)
+    if encode:
+        for x in range(cells):  # plane by plane: contiguous, vectorised loops
+            out_planes[i, 0, x] = np.float32(row[x] == -stone)
+        for x in range(cells):
+            out_planes[i, 1, x] = np.float32(row[x] == stone)
+    return finished
+
+
 @njit(cache=True, nogil=True)
 def _expand_stones(board, to_play, move_number, done, winner, last_action, parent, child, action, rays, k, exact,
                    encode, out_legal, out_result, out_planes, out_to_play, out_parent_to_play,
@@ -266,26 +293,12 @@ def _expand_stones(board, to_play, move_number, done, winner, last_action, paren
             raise IndexError("expand_stones: a row or an action out of range")
         row = board[c]
         row[:] = board[p]
-        mover = to_play[p]
-        stone = np.int8(1 - 2 * mover)
+        stone = np.int8(1 - 2 * to_play[p])
         row[a] = stone
         hit = _line_through(row, a, stone, rays, k, exact)
-        move = move_number[p] + 1
-        finished = hit or move >= cells
-        to_play[c] = 1 - mover
-        move_number[c] = move
-        done[c] = finished
-        winner[c] = stone if hit else np.int8(0)
-        last_action[c] = a
-        out_to_play[i] = 1 - mover
-        out_parent_to_play[i] = mover
-        out_done[i] = finished
-        out_result[i] = np.float32(stone) if hit else np.float32(0.0)
+        finished = _after_move(i, p, c, row, stone, hit, a, to_play, move_number, done, winner, last_action, encode,
+                               out_result, out_planes, out_to_play, out_parent_to_play, out_done)
         if encode:
-            for x in range(cells):  # plane by plane, from the view of the player to move (-stone)
-                out_planes[i, 0, x] = np.float32(row[x] == -stone)
-            for x in range(cells):
-                out_planes[i, 1, x] = np.float32(row[x] == stone)
             out_planes[i, 2, :] = np.float32(0.0)
             out_planes[i, 3, :] = np.float32(1.0)
             out_planes[i, 2, a] = np.float32(1.0)
@@ -343,27 +356,13 @@ def _expand_discs(board, heights, to_play, move_number, done, winner, last_actio
         height = heights[c]
         height[:] = heights[p]
         cell = max(rows_ - 1 - height[column], 0) * width + column
-        mover = to_play[p]
-        stone = np.int8(1 - 2 * mover)
+        stone = np.int8(1 - 2 * to_play[p])
         row[cell] = stone
         height[column] += 1
         hit = _line_through(row, cell, stone, rays, k, False)
-        move = move_number[p] + 1
-        finished = hit or move >= cells
-        to_play[c] = 1 - mover
-        move_number[c] = move
-        done[c] = finished
-        winner[c] = stone if hit else np.int8(0)
-        last_action[c] = column
-        out_to_play[i] = 1 - mover
-        out_parent_to_play[i] = mover
-        out_done[i] = finished
-        out_result[i] = np.float32(stone) if hit else np.float32(0.0)
+        finished = _after_move(i, p, c, row, stone, hit, column, to_play, move_number, done, winner, last_action,
+                               encode, out_result, out_planes, out_to_play, out_parent_to_play, out_done)
         if encode:
-            for x in range(cells):  # from the view of the player to move (-stone)
-                out_planes[i, 0, x] = np.float32(row[x] == -stone)
-            for x in range(cells):
-                out_planes[i, 1, x] = np.float32(row[x] == stone)
             out_planes[i, 2, :] = np.float32(1.0)
         for x in range(width):
             out_legal[i, x] = height[x] < rows_ and not finished
