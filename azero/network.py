@@ -335,9 +335,10 @@ class NetworkEvaluator:
 
     @contextlib.contextmanager
     def fixed_weights(self):
-        """A block of this thread's calls during which nothing writes the weights (one search):
-        each module is looked up once, not checked against the weights' versions on every call.
-        Blocks may nest; other threads' calls check as usual."""
+        """A block of this thread's calls during which nothing writes the weights (every
+        search.engine.simulate call enters one): each module is looked up once, not checked
+        against the weights' versions on every call. Blocks may nest; other threads' calls
+        check as usual."""
         thread = threading.get_ident()
         outer = thread in self._fixed
         if not outer:

@@ -105,12 +105,11 @@ class AZPlayer(Player):
                 def live(tree):
                     on_progress(Analysis.from_tree(tree, tree.root_visits().argmax(dim=1), prior=prior))
             simulations = simulations if simulations is not None or seconds is not None else self.simulations
-            with self.searcher.evaluator.fixed_weights():
-                tree = search_with_budget(
-                    self.game, states, self.searcher.evaluator, self.searcher.rule, keys,
-                    simulations=simulations, seconds=seconds, root_prior=prior, on_progress=live,
-                    should_stop=should_stop, parallel=self.leaves_per_step(simulations), reuse=self._spare,
-                )
+            tree = search_with_budget(
+                self.game, states, self.searcher.evaluator, self.searcher.rule, keys,
+                simulations=simulations, seconds=seconds, root_prior=prior, on_progress=live,
+                should_stop=should_stop, parallel=self.leaves_per_step(simulations), reuse=self._spare,
+            )
             self._spare = tree if tree_bytes(tree) <= SPARE_TREE_BYTES else None
         action = choose("robust", tree.root_visits(), tree.child_value_sum[:, 0])
         return Analysis.from_tree(tree, action, prior=prior)

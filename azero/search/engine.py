@@ -34,6 +34,7 @@ scores tie to within float32 rounding of a logarithm may be ordered differently)
 
 from __future__ import annotations
 
+import contextlib
 from typing import Callable, Protocol
 
 import torch
@@ -61,7 +62,8 @@ class Evaluator(Protocol):
     the same for positions already encoded (`game.encode`), whose legal mask and player
     to move are given: where the game has a compiled expansion (Game.expand_rows, which
     encodes the new nodes in its pass) the search calls that instead (the network's does;
-    with `reads_planes = False` the planes are None, and not made).
+    with `reads_planes = False` the planes are None, and not made). An evaluator with a
+    `fixed_weights()` context manager (the network's) is called inside it for each `simulate`.
     """
 
     def __call__(
@@ -145,8 +147,10 @@ def simulate(
         raise ValueError(f"{type(rule).__name__} selection walks one leaf at a time; use parallel=1")
     # Inference mode spares the many small tensor operations autograd's bookkeeping. The
     # tree's arrays stay normal tensors (only written in place here), and nothing made here
-    # outlives the call (caches that do are built with inference mode off).
-    with torch.inference_mode():
+    # outlives the call (caches that do are built with inference mode off). Nothing writes an
+    # evaluator's weights during the call: a network looks its inference module up once.
+    fixed = getattr(evaluator, "fixed_weights", contextlib.nullcontext)
+    with torch.inference_mode(), fixed():
         return _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_action)
 
 

@@ -97,8 +97,7 @@ class NetworkSearch:
         """`simulations` more simulations of the rule in every tree (PUCT's search; in place),
         `parallel` leaves per tree for each network call; without `explore`, no forced playouts."""
         rule = self.rule if explore else self.plain_rule
-        with self.evaluator.fixed_weights():
-            return simulate(tree, self.game, self.evaluator, rule, simulations, parallel=parallel)
+        return simulate(tree, self.game, self.evaluator, rule, simulations, parallel=parallel)
 
     def gumbel_search(self, states: State, keys: torch.Tensor, simulations: int, *, noise: bool,
                       on_progress=None, should_stop=None) -> GumbelResult:
@@ -112,6 +111,5 @@ class NetworkSearch:
         tree = self.fresh_tree(states, keys, simulations + 1)
         actions = self.game.num_actions
         gumbel = gumbel_noise(fold(keys, 0x6B5E), actions) if noise else torch.zeros(states.batch_size, actions)
-        with self.evaluator.fixed_weights():
-            return gumbel_search(tree, self.game, self.evaluator, self.rule, simulations, gumbel.to(tree.prior.device),
-                                 considered=self.considered_actions, on_progress=on_progress, should_stop=should_stop)
+        return gumbel_search(tree, self.game, self.evaluator, self.rule, simulations, gumbel.to(tree.prior.device),
+                             considered=self.considered_actions, on_progress=on_progress, should_stop=should_stop)
