@@ -200,10 +200,13 @@ def scalar_gumbel(game, root_state, simulations, considered, gumbel):
     return root.n, move, root.improved_policy()
 
 
+@pytest.mark.parametrize("parallel", [1, 3, 16])
 @pytest.mark.parametrize("moves, considered, simulations", [
     ([], 4, 8), ([], 16, 24), (["b2"], 3, 10), (["a1", "b2", "c3"], 2, 7), (["a1", "b2", "c3", "a3"], 16, 12),
 ])
-def test_search_matches_the_reference(moves, considered, simulations):
+def test_search_matches_the_reference(moves, considered, simulations, parallel):
+    """The search, one simulation at a time or a round's simulations together (at most
+    `parallel`), against the reference that chooses each root move just before its simulation."""
     state = TTT.initial_state(1)
     for m in moves:
         state = TTT.step(state, torch.tensor([TTT.parse_action(m)]))
@@ -211,7 +214,7 @@ def test_search_matches_the_reference(moves, considered, simulations):
     prior, value = evaluator(state)
     g = gumbel_noise(make_keys(len(moves), 1), TTT.num_actions)
     tree = new_tree(TTT, state, simulations + 1, make_keys(0, 1), root_prior=prior, root_value=value)
-    result = gumbel_search(tree, TTT, evaluator, Gumbel(), simulations, g, considered=considered)
+    result = gumbel_search(tree, TTT, evaluator, Gumbel(), simulations, g, considered=considered, parallel=parallel)
     visits, move, policy = scalar_gumbel(TTT, state, simulations, considered, g[0].double().numpy())
     assert tree.root_visits()[0].tolist() == visits.tolist()
     assert int(result.action) == move
@@ -314,6 +317,77 @@ def test_batch_of_three_with_different_legal_moves_equals_each_searched_alone():
     assert together.tree.legal[:, 0].sum(dim=1).tolist() == [25, 24, 22]
     for i in range(3):
         alone = searcher.gumbel_search(roots[i], keys[i:i + 1], 20, noise=True)
+        assert torch.equal(alone.tree.root_visits()[0], together.tree.root_visits()[i])
+        assert int(alone.action) == int(together.action[i])
+        assert torch.allclose(alone.policy[0], together.policy[i], atol=1e-6)
+
+
+class CountingEvaluator(FakeEvaluator):
+    def __init__(self, game):
+        super().__init__(game)
+        self.calls = []
+
+    def __call__(self, states, keys=None, legal=None):
+        self.calls.append(states.batch_size)
+        return super().__call__(states, keys, legal)
+
+
+@pytest.mark.parametrize("considered, simulations, parallel, calls", [
+    # m = 16, n = 64: rounds of 16, 8, 8, 4 x 4 and 8 x 2 walks, one network call each
+    (16, 64, 16, 1 + 2 + 4 + 8),
+    # rounds longer than parallel go in pieces: 16 = 4 x 4, 8 = 2 x 4
+    (16, 64, 4, 4 + 2 * 2 + 4 + 8),
+    # m = 3, n = 10: schedule 0 0 0 1 1 2 2 3 3 4, rounds of 3, 2, 2, 2 and the last one
+    (3, 10, 8, 1 + 3 + 1),
+])
+def test_a_round_of_the_schedule_is_one_call_and_the_same_search(considered, simulations, parallel, calls):
+    game = games.make("gomoku", size=5, k=4)
+    roots = game.step(game.initial_state(3), torch.tensor([0, 6, 12]))
+    roots = game.step(roots, torch.tensor([1, 7, 13]))
+    keys = make_keys(5, 3)
+    g = gumbel_noise(keys, game.num_actions)
+
+    def run(k):
+        evaluator = CountingEvaluator(game)
+        prior, value = evaluator(roots)
+        tree = new_tree(game, roots, simulations + 1, keys, root_prior=prior, root_value=value)
+        result = gumbel_search(tree, game, evaluator, Gumbel(), simulations, g, considered=considered, parallel=k)
+        return tree, result, evaluator.calls[1:]
+
+    alone, one, one_calls = run(1)
+    tree, together, calls_made = run(parallel)
+    assert len(one_calls) == simulations and len(calls_made) == calls
+    assert sum(calls_made) == sum(one_calls)  # the same leaves
+    for name in ("visits", "parent", "action", "children", "child_visits"):
+        assert torch.equal(getattr(tree, name), getattr(alone, name)), name
+    assert torch.allclose(tree.value_sum, alone.value_sum, atol=1e-5)
+    assert torch.equal(together.action, one.action)
+    assert torch.allclose(together.policy, one.policy, atol=1e-6)
+
+
+def test_trees_whose_rounds_differ_search_together_as_alone():
+    """Roots with 9, 6 and 3 legal moves: their schedules' rounds differ in length, and trees
+    end their rounds, and their simulations, at different steps."""
+    roots = [TTT.initial_state(1)]
+    for moves in (["a1", "b2", "c3"], ["a1", "b2", "c3", "a3", "c1", "b1"]):
+        state = TTT.initial_state(1)
+        for m in moves:
+            state = TTT.step(state, torch.tensor([TTT.parse_action(m)]))
+        roots.append(state)
+    roots = State.cat(roots)
+    evaluator = FakeEvaluator(TTT)
+    keys = make_keys(2, 3)
+    g = gumbel_noise(keys, TTT.num_actions)
+
+    def run(parallel, rows):
+        prior, value = evaluator(roots[rows])
+        tree = new_tree(TTT, roots[rows], 15, keys[rows], root_prior=prior, root_value=value)
+        return gumbel_search(tree, TTT, evaluator, Gumbel(), 14, g[rows], considered=16, parallel=parallel)
+
+    together = run(8, slice(0, 3))
+    assert together.tree.legal[:, 0].sum(dim=1).tolist() == [9, 6, 3]
+    for i in range(3):
+        alone = run(1, slice(i, i + 1))
         assert torch.equal(alone.tree.root_visits()[0], together.tree.root_visits()[i])
         assert int(alone.action) == int(together.action[i])
         assert torch.allclose(alone.policy[0], together.policy[i], atol=1e-6)

@@ -423,8 +423,8 @@ def test_walks_that_collide_on_a_small_tree_add_only_the_budget(rule):
     assert int(ours.next_node.max()) <= 16 and calls[0] == calls[1] == int(ours.next_node.sum()) - 2
 
 
-@pytest.mark.parametrize("considered, simulations", [(8, 60), (2, 30)])
-def test_gumbel_searches_the_same(considered, simulations):
+@pytest.mark.parametrize("considered, simulations, parallel", [(8, 60, 1), (2, 30, 1), (8, 60, 8), (16, 40, 5)])
+def test_gumbel_searches_the_same(considered, simulations, parallel):
     """Gumbel's compiled descent and root choice against the torch forms, with noise at the root."""
     from azero.search import Gumbel, gumbel_noise, gumbel_search
 
@@ -436,7 +436,8 @@ def test_gumbel_searches_the_same(considered, simulations):
         prior, value = evaluator(roots)
         tree = new_tree(game, roots, simulations + 1, make_keys(0, 5), root_prior=prior, root_value=value)
         noise = gumbel_noise(make_keys(1, 5), game.num_actions)
-        result = gumbel_search(tree, game, evaluator, rule, simulations, noise, considered=considered)
+        result = gumbel_search(tree, game, evaluator, rule, simulations, noise, considered=considered,
+                               parallel=parallel)
         return tree.root_visits(), tree.visits, tree.value_sum, tree.parent, result.action, result.policy
 
     ours, theirs = both(run)

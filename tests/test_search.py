@@ -124,16 +124,41 @@ def test_parallel_must_be_positive():
         search(TTT, TTT.initial_state(1), RolloutEvaluator(TTT), UCB1(), 10, make_keys(0, 1), parallel=0)
 
 
-def test_gumbel_and_imposed_root_actions_walk_one_leaf_at_a_time():
+def test_gumbel_walks_one_leaf_at_a_time_unless_each_walk_gets_its_root_move():
     from azero.search import Gumbel, new_tree, simulate
 
     tree = new_tree(TTT, TTT.initial_state(1), 20, make_keys(0, 1))
     with pytest.raises(ValueError, match="Gumbel selection walks one leaf at a time"):
         simulate(tree, TTT, RolloutEvaluator(TTT), Gumbel(), 8, parallel=4)
-    with pytest.raises(ValueError, match="imposed root actions walks one leaf at a time"):
-        simulate(tree, TTT, RolloutEvaluator(TTT), UCB1(), 8, parallel=4, root_action=torch.tensor([4]))
-    simulate(tree, TTT, RolloutEvaluator(TTT), UCB1(), 8, root_action=torch.tensor([4]))
-    assert tree.root_visits()[0, 4] == 8
+    # one imposed root move for every walk of a step, with pending visits below it
+    simulate(tree, TTT, RolloutEvaluator(TTT), UCB1(), 8, parallel=4, root_action=torch.tensor([4]))
+    assert tree.root_visits()[0].tolist() == [0, 0, 0, 0, 8, 0, 0, 0, 0]
+
+
+def test_imposed_root_moves_one_per_walk_go_to_the_evaluator_together():
+    from azero.search import new_tree, simulate
+
+    tree = new_tree(TTT, TTT.initial_state(2), 20, make_keys(0, 2))
+    calls, budgets = [], []
+
+    class Counting(RolloutEvaluator):
+        def __call__(self, states, keys, legal=None):
+            calls.append(states.batch_size)
+            return super().__call__(states, keys, legal)
+
+    def moves(budget):  # tree 0: three walks a step, tree 1: one
+        budgets.append(budget.tolist())
+        return torch.tensor([[0, 4, 8], [2, -1, -1]])
+
+    simulate(tree, TTT, Counting(TTT), UCB1(), 6, parallel=3, root_action=moves)
+    assert tree.root_visits()[0].tolist() == [2, 0, 0, 0, 2, 0, 0, 0, 2]  # two steps of three
+    assert tree.root_visits()[1].tolist() == [0, 0, 6, 0, 0, 0, 0, 0, 0]  # six steps of one
+    assert budgets[0] == [3, 3] and budgets[2] == [0, 3]  # what each tree had left, at most 3
+    assert calls == [4, 4, 1, 1, 1, 1]  # a step's walks in one call: both trees, then tree 1 alone
+    with pytest.raises(ValueError, match="4 root actions a step for parallel=3"):
+        simulate(tree, TTT, RolloutEvaluator(TTT), UCB1(), 3, parallel=3, root_action=torch.zeros(2, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match="no walk to trees with simulations left"):
+        simulate(tree, TTT, RolloutEvaluator(TTT), UCB1(), 3, parallel=3, root_action=torch.full((2, 3), -1))
 
 
 def test_same_keys_same_search_other_keys_other_search():

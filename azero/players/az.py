@@ -82,10 +82,12 @@ class AZPlayer(Player):
         self._spare: Tree | None = None  # the last timed search's tree, whose memory the next one reuses
 
     def leaves_per_step(self, simulations: int | None) -> int:
-        """The leaves each search step gathers per tree for a budget of `simulations` (None: time);
-        Gumbel's search walks one at a time."""
-        if self.searcher.algorithm == "gumbel":
-            return 1
+        """The leaves each search step gathers per tree for a budget of `simulations` (None: time).
+        Gumbel's search takes the simulations of a round of its schedule together, the same
+        search in fewer network calls, so "auto" is every move a round may hold (m, at most
+        the widest batch)."""
+        if self.searcher.algorithm == "gumbel" and self.parallel == "auto":
+            return max(1, min(self.searcher.considered_actions, self.widest))
         return leaves_per_step(self.parallel, simulations, self.widest)
 
     def analyse(self, states, keys=None, *, simulations=None, seconds=None, on_progress=None, should_stop=None):
@@ -124,8 +126,10 @@ class AZPlayer(Player):
             def live(tree):
                 noise = torch.zeros_like(tree.prior[:, 0])
                 on_progress(Analysis.from_tree(tree, chosen_action(tree, rule, noise), prior=tree.prior[:, 0]))
-        result = self.searcher.gumbel_search(states, keys, simulations or self.simulations, noise=False,
-                                             on_progress=live, should_stop=deadline_stop(seconds, should_stop))
+        simulations = simulations or self.simulations
+        result = self.searcher.gumbel_search(states, keys, simulations, noise=False, on_progress=live,
+                                             should_stop=deadline_stop(seconds, should_stop),
+                                             parallel=self.leaves_per_step(simulations))
         return Analysis.from_tree(result.tree, result.action, prior=result.tree.prior[:, 0].clone())
 
     def act(self, states, keys=None):

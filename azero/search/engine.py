@@ -14,7 +14,7 @@ from per-tree keys folded with the simulation and depth, so each tree's search i
 same alone or in any batch (with a network evaluator in float32: in its default "auto"
 precision it computes batches of 16 or more in int8 or bfloat16, see azero.network).
 A caller may impose each root's action (`root_action`: Gumbel's sequential halving,
-search/gumbel.py).
+search/gumbel.py), one for every walk of a step or one per walk.
 
 Leaf parallelism: with `parallel=K` a step walks each tree up to K times before
 evaluating, and the K leaves of all B trees go to the evaluator in one call (one
@@ -24,8 +24,10 @@ losses, or as visits only), so the next walk of the step goes elsewhere. A walk 
 reaches a leaf an earlier walk of the step found (a collision) adds nothing but its
 pending visits, which keep later walks away; after K collisions a tree stops
 gathering for this step. Each tree gets exactly the simulations asked for; K = 1 is
-the sequential search, simulation for simulation. UCB1 and PUCT take K > 1; Gumbel
-and imposed root actions walk one leaf at a time.
+the sequential search, simulation for simulation. UCB1 and PUCT take K > 1; Gumbel,
+whose selection has no pending visits, takes K > 1 only with imposed root actions, one per
+walk (sequential halving gives each walk of a step a different root move, and walks below
+different root moves cannot meet).
 
 On a CPU, with UCB1, PUCT or Gumbel, the walks and the backup run as compiled loops over
 the trees (search/kernels.py) with the same rules as the torch form below (children whose
@@ -71,8 +73,9 @@ class Evaluator(Protocol):
     ) -> tuple[torch.Tensor | None, torch.Tensor]: ...
 
 
-# the root actions a caller imposes on simulate: long [B], or a function giving them before each simulation
-RootAction = torch.Tensor | Callable[[], torch.Tensor]
+# the root actions a caller imposes on simulate (see simulate): long [B] or [B, W], or a function
+# of the step's budget (long [B]) giving them before each step
+RootAction = torch.Tensor | Callable[[torch.Tensor], torch.Tensor]
 
 
 class Rule(Protocol):
@@ -135,16 +138,19 @@ def simulate(
     """Run `num_simulations` simulations in each of the B trees (in place), gathering up to
     `parallel` leaves per tree for each evaluator call; returns the tree.
 
-    root_action: the action each simulation takes at each root instead of the rule's choice:
-    long [B] for every simulation of the call, or a function called before each simulation
-    that returns them (Gumbel's sequential halving chooses there, search/gumbel.py).
+    root_action: the actions the walks take at each root instead of the rule's choice (NO_ACTION:
+    the rule's): long [B], the first action of every walk of tree b; or long [B, W] (W <=
+    parallel), one per walk: tree b walks once for each action of its row (>= 0, at the
+    row's start), at most the simulations it has left. Or a function called before each step
+    with the step's budget (long [B], the walks each tree may make: its simulations left, at
+    most `parallel`) that returns them (Gumbel's sequential halving chooses there,
+    search/gumbel.py).
     """
     if parallel < 1:
         raise ValueError(f"parallel must be at least 1, not {parallel}")
-    if parallel > 1 and root_action is not None:
-        raise ValueError("a search with imposed root actions walks one leaf at a time; use parallel=1")
-    if parallel > 1 and not hasattr(rule, "virtual_loss"):
-        raise ValueError(f"{type(rule).__name__} selection walks one leaf at a time; use parallel=1")
+    if parallel > 1 and root_action is None and not hasattr(rule, "virtual_loss"):
+        raise ValueError(f"{type(rule).__name__} selection walks one leaf at a time; use parallel=1 "
+                         "(or impose each walk's root action)")
     # Inference mode spares the many small tensor operations autograd's bookkeeping. The
     # tree's arrays stay normal tensors (only written in place here), and nothing made here
     # outlives the call (caches that do are built with inference mode off). Nothing writes an
@@ -175,7 +181,13 @@ def _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_actio
     needs_keys = getattr(evaluator, "uses_keys", True)
     walker = kernels.Walker(tree, rule, parallel) if kernels.supports(rule, tree) else None
     for budget in _budgets(tree, num_simulations, parallel):
-        first = root_action() if callable(root_action) else root_action
+        first = root_action(budget) if callable(root_action) else root_action
+        if first is not None and first.dim() == 2:  # one walk per action
+            if first.shape[1] > parallel:
+                raise ValueError(f"{first.shape[1]} root actions a step for parallel={parallel}")
+            budget = torch.minimum(budget, (first >= 0).sum(dim=1).to(budget.device))
+            if not bool(budget.any()):
+                raise ValueError("the imposed root actions give no walk to trees with simulations left")
         if walker is not None:
             leaves = walker.gather(budget, first)
         else:
@@ -195,7 +207,8 @@ def _gather(tree: Tree, rule: Rule, budget: torch.Tensor, track_pending: bool, l
             root_action: torch.Tensor | None = None) -> tuple[Leaves, list]:
     """The torch form of kernels.Walker.gather: walk every tree up to budget[b] times, the
     walks of all trees in lock-step, one walk per tree at a time (a round); root_action
-    (long [B]): each walk's first action instead of the rule's.
+    (long [B] for every walk, or [B, W] for walk j of tree b in column j; NO_ACTION: the
+    rule's choice): each walk's first action instead of the rule's.
 
     Returns the leaves (in the order of the rounds, then the trees; keys only if
     `leaf_keys`, else anything) and the rounds, for the
@@ -216,8 +229,12 @@ def _gather(tree: Tree, rule: Rule, budget: torch.Tensor, track_pending: bool, l
         if walk and not bool(active.any()):
             break
         keys = step_keys(tree.keys, start + walk) if rule.uses_uniform or leaf_keys else None
+        first = root_action
+        if root_action is not None and root_action.dim() == 2:  # this walk's column of each tree
+            column = (found + collided).clamp(max=root_action.shape[1] - 1).unsqueeze(1)
+            first = root_action.gather(1, column).squeeze(1)
         path, edges, last, expand_action, collide = _walk(
-            tree, rule, base, active, keys if rule.uses_uniform else None, track_pending, root_action)
+            tree, rule, base, active, keys if rule.uses_uniform else None, track_pending, first)
         expanding = expand_action >= 0
         ends = active & ~expanding & ~collide
         if bool(ends.any()):  # finished games: back up their results now
@@ -270,12 +287,14 @@ def _walk(tree: Tree, rule: Rule, base: torch.Tensor, active: torch.Tensor, keys
     while True:
         flat = base + node
         draw = uniform_draw(keys, depth) if keys is not None else None  # UCB1's untried moves
-        if depth == 0 and root_action is not None:
+        if depth == 0 and root_action is not None and bool((root_action >= 0).all()):
             action = root_action
         else:
             view = _node_view(tree, flat, draw, None if depth == 0 and everywhere else walking, with_pending,
                               root=depth == 0)
             action = rule.select(view)
+            if depth == 0 and root_action is not None:  # imposed where given
+                action = torch.where(root_action >= 0, root_action, action)
         edge = flat * actions + action
         child = tree.children.view(-1).index_select(0, edge).long()
         open_node = walking & ~tree.terminal.view(-1).index_select(0, flat)

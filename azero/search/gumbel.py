@@ -31,7 +31,7 @@ from typing import Callable
 
 import torch
 
-from games import Game
+from games import NO_ACTION, Game
 from games.random import uniform
 
 from . import kernels
@@ -64,9 +64,17 @@ def visit_schedule(considered: int, simulations: int) -> tuple[int, ...]:
 
 
 @lru_cache(maxsize=64)
-def _schedule_table(considered: int, simulations: int) -> torch.Tensor:
-    """float [considered + 1, simulations]: row c is visit_schedule(c, simulations) (row 0 unused)."""
-    return torch.tensor([visit_schedule(c, simulations) for c in range(considered + 1)], dtype=torch.float32)
+def _schedule_table(considered: int, simulations: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """float [considered + 1, simulations]: row c is visit_schedule(c, simulations) (row 0
+    unused); and long, the same shape: how many entries from each one on, itself included,
+    have its value (what is left of its round)."""
+    rows = [visit_schedule(c, simulations) for c in range(considered + 1)]
+    runs = [[1] * simulations for _ in rows]
+    for row, run in zip(rows, runs):
+        for k in range(simulations - 2, -1, -1):
+            if row[k + 1] == row[k]:
+                run[k] = run[k + 1] + 1
+    return torch.tensor(rows, dtype=torch.float32), torch.tensor(runs, dtype=torch.long)
 
 
 def gumbel_noise(keys: torch.Tensor, actions: int) -> torch.Tensor:
@@ -77,13 +85,13 @@ def gumbel_noise(keys: torch.Tensor, actions: int) -> torch.Tensor:
     return -torch.log(-torch.log(u.clamp(max=1.0 - 2.0**-24)))
 
 
-def root_view(tree: Tree) -> NodeView:
-    """The NodeView of every tree's root."""
+def root_view(tree: Tree, child_visits: torch.Tensor | None = None) -> NodeView:
+    """The NodeView of every tree's root (with these child visits, float [B, A], if given)."""
     q_sign = tree.q_sign[:, ROOT]
     return NodeView(
         visits=tree.visits[:, ROOT],
         q=tree.value_sum[:, ROOT] / tree.visits[:, ROOT].clamp(min=1) * q_sign,
-        child_visits=tree.child_visits[:, ROOT],
+        child_visits=tree.child_visits[:, ROOT] if child_visits is None else child_visits,
         child_value_sum=tree.child_value_sum[:, ROOT],
         prior=tree.prior[:, ROOT],
         legal=tree.legal[:, ROOT],
@@ -92,9 +100,11 @@ def root_view(tree: Tree) -> NodeView:
     )
 
 
-def root_scores(tree: Tree, rule: Gumbel, gumbel: torch.Tensor) -> torch.Tensor:
-    """float [B, A]: g + logits + sigma(q_hat) of each root move, -inf for illegal ones."""
-    return (rule.logits(root_view(tree)) + gumbel).masked_fill(~tree.legal[:, ROOT], -math.inf)
+def root_scores(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, child_visits: torch.Tensor | None = None
+                ) -> torch.Tensor:
+    """float [B, A]: g + logits + sigma(q_hat) of each root move, -inf for illegal ones (with
+    these child visits, float [B, A], if given)."""
+    return (rule.logits(root_view(tree, child_visits)) + gumbel).masked_fill(~tree.legal[:, ROOT], -math.inf)
 
 
 def _best_with_visits(scores: torch.Tensor, child_visits: torch.Tensor, target: torch.Tensor,
@@ -118,12 +128,31 @@ def chosen_action(tree: Tree, rule: Gumbel, gumbel: torch.Tensor) -> torch.Tenso
     return _best_with_visits(root_scores(tree, rule, gumbel), visits, most, legal)
 
 
-def root_action(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """long [B]: the root move of the next simulation, the best by g + logits + sigma(q_hat)
-    among the legal moves with `target` (float [B], the schedule's entry) visits."""
+def round_actions(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, target: torch.Tensor, lengths: torch.Tensor,
+                  width: int) -> torch.Tensor:
+    """long [B, width]: the root moves of the next lengths[b] (long [B], at most width)
+    simulations of tree b, all of one round of the schedule (each wants a move with `target`
+    visits, float [B]), NO_ACTION after them. Walk j takes the best legal move by
+    g + logits + sigma(q_hat) among those with `target` visits, the moves of walks 0..j-1
+    counted as visited once more.
+
+    The same moves as choosing before each simulation: a walk's move has target + 1 visits
+    after it, so it is no candidate of the round's later walks, and its new value changes no
+    other candidate's score but through the moves' completed Q without visits, alike for
+    all of them (the mixed value); what does change, sigma's scale (the most visits of a
+    move), is counted. So the round's walks can go to the network in one call.
+    """
     if kernels.supports_tree(tree) and gumbel.device.type == "cpu":
-        return kernels.gumbel_root_actions(tree, rule, gumbel, target)
-    return _best_with_visits(root_scores(tree, rule, gumbel), tree.child_visits[:, ROOT], target, tree.legal[:, ROOT])
+        return kernels.gumbel_round_actions(tree, rule, gumbel, target, lengths, width)
+    visits, legal = tree.child_visits[:, ROOT].clone(), tree.legal[:, ROOT]
+    rows = torch.arange(tree.batch_size, device=visits.device)
+    out = torch.full((tree.batch_size, width), NO_ACTION, dtype=torch.long, device=visits.device)
+    for j in range(int(lengths.max())):
+        walking = lengths > j
+        action = _best_with_visits(root_scores(tree, rule, gumbel, visits), visits, target, legal)
+        out[:, j] = torch.where(walking, action, NO_ACTION)
+        visits[rows, action] += walking.to(visits.dtype)
+    return out
 
 
 def improved_policy(tree: Tree, rule: Gumbel) -> torch.Tensor:
@@ -149,6 +178,7 @@ def gumbel_search(
     gumbel: torch.Tensor,
     *,
     considered: int = 16,
+    parallel: int = 1,
     chunk: int = 32,
     on_progress: Callable[[Tree], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
@@ -157,29 +187,39 @@ def gumbel_search(
     and root values; in place) and return the move and the training target of each.
 
     gumbel: float [B, A], the root noise g (gumbel_noise; zeros for the best move); considered:
-    m, the root moves sampled. `on_progress(tree)` is called and `should_stop()` asked after
-    every `chunk` simulations; a search stopped early plays the best of its most visited moves.
+    m, the root moves sampled; parallel: the simulations of one round of the schedule (one
+    each for several root moves) that go to the evaluator together, at most this many a tree
+    (`round_actions`: the same search as one at a time). `on_progress(tree)` is called and
+    `should_stop()` asked after every `chunk` simulations (at least `parallel`); a search
+    stopped early plays the best of its most visited moves.
     """
     if tree.prior is None:
         raise ValueError("a Gumbel search needs a tree with priors (new_tree(with_prior=True))")
-    if simulations < 1 or considered < 1:
-        raise ValueError(f"a Gumbel search needs simulations >= 1 and considered >= 1, not {simulations}, {considered}")
+    if simulations < 1 or considered < 1 or parallel < 1:
+        raise ValueError("a Gumbel search needs simulations, considered and parallel >= 1, "
+                         f"not {simulations}, {considered}, {parallel}")
     if bool((tree.child_visits[:, ROOT] > 0).any()):
         raise ValueError("a Gumbel search starts from fresh trees (its schedule counts the root's visits from 0)")
-    table = _schedule_table(considered, simulations).to(tree.visits.device)
+    table, runs = (t.to(tree.visits.device) for t in _schedule_table(considered, simulations))
     counts = considered_counts(tree.legal[:, ROOT], considered)
-    done = 0
+    done = torch.zeros(tree.batch_size, dtype=torch.long, device=tree.visits.device)  # each tree's simulations
+    chunk = max(chunk, parallel)
 
-    def next_root_action() -> torch.Tensor:
-        nonlocal done
-        done += 1
-        return root_action(tree, rule, gumbel, table[counts, done - 1])
+    def next_root_actions(budget: torch.Tensor) -> torch.Tensor:
+        at = done.clamp(max=simulations - 1)  # (a tree with its simulations done has budget 0)
+        lengths = torch.minimum(runs[counts, at], budget.to(done.device))  # what is left of each tree's round
+        actions = round_actions(tree, rule, gumbel, table[counts, at], lengths, parallel)
+        done.add_(lengths)
+        return actions
 
+    searched = 0
     while True:
-        simulate(tree, game, evaluator, rule, min(chunk, simulations - done), root_action=next_root_action)
+        step = min(chunk, simulations - searched)
+        simulate(tree, game, evaluator, rule, step, parallel=parallel, root_action=next_root_actions)
+        searched += step
         if on_progress is not None:
             on_progress(tree)
-        if done >= simulations or (should_stop is not None and should_stop()):
+        if searched >= simulations or (should_stop is not None and should_stop()):
             break
     return GumbelResult(chosen_action(tree, rule, gumbel), improved_policy(tree, rule), tree)
 

@@ -92,7 +92,7 @@ def _select(
     q_sign, pending, raw_value, base, c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced, flight, scores,
 ):  # pragma: no cover - compiled; selection.UCB1.select, PUCT.select and Gumbel.select for one node
     actions = children.shape[1]
-    if kind == GUMBEL_KIND:  # (its searches walk one leaf at a time: no pending visits)
+    if kind == GUMBEL_KIND:  # (no pending visits: the walks of a step go below different root moves)
         raw = raw_value[flat] * q_sign[flat]
         total = _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, scores)
         top = scores[_first_max(scores, actions)]
@@ -211,7 +211,9 @@ def _gather(
         counter = np.int64(visits[base])  # the root's visits number the simulations: their random keys
         found = 0
         collided = 0
+        imposed = root_action.shape[1]
         while found < budget[b] and collided < budget[b]:
+            walk = min(found + collided, imposed - 1)
             key = _step_key(keys[b], counter)
             counter += 1
             node = 0  # the root
@@ -222,8 +224,8 @@ def _gather(
                 flat = base + node
                 if terminal[flat]:  # a finished game: its result is the value
                     break
-                if depth == 0 and root_action[b] >= 0:  # chosen by the caller (Gumbel's sequential halving)
-                    action = root_action[b]
+                if depth == 0 and root_action[b, walk] >= 0:  # chosen by the caller (Gumbel's sequential halving)
+                    action = root_action[b, walk]
                 else:
                     action = _select(
                         kind, virtual_loss, flat, key, depth, children, child_visits, child_value_sum, legal, prior,
@@ -380,8 +382,10 @@ class Walker:
         self.counts = np.zeros(3, dtype=np.int64)
         self.outputs = tuple(t.numpy() for t in (*self.leaves, self.collision_rows, self.collision_nodes))
         self.outputs += (self.counts,)
-        self.root_action = torch.full((batch,), NO_ACTION, dtype=torch.long)  # NO_ACTION: the rule chooses
+        # walk j of tree b starts with root_action[b, j] (NO_ACTION: the rule chooses)
+        self.root_action = torch.full((batch, parallel), NO_ACTION, dtype=torch.long)
         self.root_action_np = self.root_action.numpy()
+        self.imposed = False
         # (c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced_playouts): each rule reads its own
         if isinstance(rule, UCB1):
             self.kind, self.params = UCB1_KIND, (float(rule.c), 0.0, 1.0, 0.0, 0.0, 0.0, 0.0)
@@ -408,14 +412,23 @@ class Walker:
         self.collisions = 0
 
     def gather(self, budget: torch.Tensor, root_action: torch.Tensor | None = None) -> Leaves:
-        """Walk tree b `budget[b]` times (long [B]) from its root with the rule (from
-        `root_action[b]`, long [B], if given), pending visits steering each walk away from the earlier ones. A walk that ends at a finished game is
+        """Walk tree b `budget[b]` times (long [B]) from its root with the rule (from the
+        imposed root actions if given: long [B] for every walk, or [B, W] one per walk, as
+        engine.simulate takes them), pending visits steering each walk away from the earlier ones. A walk that ends at a finished game is
         backed up at once; one that ends at an unexpanded edge makes the new node (the leaf);
         one that ends at a leaf of this step (a collision) only leaves its pending visits.
         Collisions count against the walks too, at most `budget[b]` of them per tree.
         RuntimeError if a tree has no room for a new node."""
         if root_action is not None:
-            self.root_action.copy_(root_action)
+            if root_action.dim() == 1:
+                self.root_action.copy_(root_action.unsqueeze(1).expand_as(self.root_action))
+            else:
+                self.root_action[:, :root_action.shape[1]] = root_action
+                self.root_action[:, root_action.shape[1]:] = NO_ACTION
+            self.imposed = True
+        elif self.imposed:
+            self.root_action.fill_(NO_ACTION)
+            self.imposed = False
         _gather(self.kind, self.virtual_loss, *self.arrays, self.keys, self.next_node, budget.numpy(),
                 self.root_action_np, self.capacity, *self.params, *self.outputs)
         leaves, self.collisions, full = (int(x) for x in self.counts)
@@ -480,8 +493,9 @@ class Walker:
 
 
 @njit(cache=True, nogil=True)
-def _gumbel_root(
-    child_visits, child_value_sum, legal, prior, raw_value, q_sign, capacity, c_visit, c_scale, gumbel, target, action,
+def _gumbel_round(
+    child_visits, child_value_sum, legal, prior, raw_value, q_sign, capacity, c_visit, c_scale, gumbel, target,
+    lengths, action,
 ):  # pragma: no cover - compiled
     batch, actions = gumbel.shape
     scores = np.empty(actions, dtype=np.float32)
@@ -489,24 +503,34 @@ def _gumbel_root(
     for b in range(batch):
         flat = b * capacity  # the root
         raw = raw_value[flat] * q_sign[flat]
-        _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, scores)
-        found = False
-        for a in range(actions):  # (an illegal move stays -inf whatever its noise: -inf + inf is NaN)
-            scores[a] = scores[a] + gumbel[b, a] if legal[flat, a] != 0 else -np.float32(np.inf)
-            wanted = child_visits[flat, a] == target[b] and legal[flat, a] != 0
-            found |= wanted
-            candidates[a] = scores[a] if wanted else -np.float32(np.inf)
-        action[b] = _first_max(candidates, actions) if found else _first_max(scores, actions)
+        for j in range(action.shape[1]):
+            action[b, j] = -1
+        for j in range(lengths[b]):
+            _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, scores)
+            found = False
+            for a in range(actions):  # (an illegal move stays -inf whatever its noise: -inf + inf is NaN)
+                scores[a] = scores[a] + gumbel[b, a] if legal[flat, a] != 0 else -np.float32(np.inf)
+                wanted = child_visits[flat, a] == target[b] and legal[flat, a] != 0
+                found |= wanted
+                candidates[a] = scores[a] if wanted else -np.float32(np.inf)
+            chosen = _first_max(candidates, actions) if found else _first_max(scores, actions)
+            action[b, j] = chosen
+            child_visits[flat, chosen] += np.float32(1.0)  # counted as visited for the round's later walks
+        for j in range(lengths[b]):  # (whole numbers: taken back exactly)
+            child_visits[flat, action[b, j]] -= np.float32(1.0)
 
 
-def gumbel_root_actions(tree, rule, gumbel: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """The compiled form of search.gumbel's root choice: long [B], the best root move by
-    g + logits + sigma(q_hat) among those with `target` (float [B]) visits (the best of all
-    where none has). gumbel: float [B, A]."""
-    action = torch.empty(tree.batch_size, dtype=torch.long)
-    _gumbel_root(
+def gumbel_round_actions(tree, rule, gumbel: torch.Tensor, target: torch.Tensor, lengths: torch.Tensor,
+                         width: int) -> torch.Tensor:
+    """The compiled form of search.gumbel.round_actions: long [B, width], the root moves of
+    the next lengths[b] walks of tree b, each the best by g + logits + sigma(q_hat) among the
+    legal moves with `target` (float [B]) visits (the best of all where none has), the
+    earlier walks' moves counted as visited once more; NO_ACTION after them. gumbel: float [B, A]."""
+    action = torch.empty(tree.batch_size, width, dtype=torch.long)
+    _gumbel_round(
         _numpy(tree.child_visits), _numpy(tree.child_value_sum), _numpy(tree.legal), _numpy(tree.prior),
         _numpy(tree.raw_value), _numpy(tree.q_sign), tree.capacity, float(rule.c_visit), float(rule.c_scale),
-        gumbel.to(torch.float32).contiguous().numpy(), target.to(torch.float32).contiguous().numpy(), action.numpy(),
+        gumbel.to(torch.float32).contiguous().numpy(), target.to(torch.float32).contiguous().numpy(),
+        lengths.to(torch.long).contiguous().numpy(), action.numpy(),
     )
     return action
