@@ -23,7 +23,8 @@ MAX_PARALLEL = 1024  # leaves a step gathers from one tree, at most: far more th
 PARALLEL = Option(
     "auto", str, check=lambda text: text == "auto" or (is_whole_number(text) and 1 <= int(text) <= MAX_PARALLEL),
     allowed=f"auto or a whole number at least 1 and at most {MAX_PARALLEL}", metavar="K",
-    help="leaves each search step gathers from the tree for one evaluator call (auto: from the budget)",
+    help="leaves each search step gathers from the tree for one evaluator call (auto: from the budget; "
+         "gumbel: a round of its schedule)",
 )
 SECONDS = Option(None, float, low=0.001, high=MAX_SECONDS, metavar="S",
                  help="search time a move (the budget then caps it); in a match, play one game at a time (--batch 1)")
