@@ -328,7 +328,8 @@ def _step_profile(game, net, batch: int, sims: int, seconds: float, repeats: int
             (game, "legal_mask", "legal moves and result"), (game, "result", "legal moves and result"),
             (game, "encode", "encoding"), (game, "expand_rows", "expansion in one pass"),
             (network, "masked_softmax", "softmax"),
-            (kernels.Walker, "record", "bookkeeping"), (kernels.Walker, "backup", "backup"),
+            (kernels.Walker, "finish", "bookkeeping and backup"),
+            (kernels.Walker, "finish_without_leaves", "bookkeeping and backup"),
         ):
             timer.wrap(owner, name, part)
         lookup = network.NetworkEvaluator.module

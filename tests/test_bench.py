@@ -14,12 +14,12 @@ from networks import small_net
 def test_the_step_profile_splits_the_search_and_puts_every_timed_call_back():
     game = games.make("tictactoe")
     net = small_net(game)
-    originals = (kernels.Walker.gather, kernels.Walker.record, network.masked_softmax,
+    originals = (kernels.Walker.gather, kernels.Walker.finish, network.masked_softmax,
                  network.NetworkEvaluator.module)
     profile = bench._step_profile(game, net, batch=8, sims=6, seconds=0.05, repeats=1)
 
     parts = profile["parts_ms"]
-    for part in ("walks", "network's pass", "bookkeeping", "backup", "softmax", "tree refill and root pass"):
+    for part in ("walks", "network's pass", "bookkeeping and backup", "softmax", "tree refill and root pass"):
         assert parts[part] > 0, part
     # tic-tac-toe (gomoku's rules) expands its new nodes in one compiled pass: no separate parts
     assert parts["expansion in one pass"] > 0
@@ -31,7 +31,7 @@ def test_the_step_profile_splits_the_search_and_puts_every_timed_call_back():
     assert 0 < profile["efficiency"] < 1
 
     # nothing timed stays wrapped: the classes, the module and the game have their own again
-    assert (kernels.Walker.gather, kernels.Walker.record, network.masked_softmax,
+    assert (kernels.Walker.gather, kernels.Walker.finish, network.masked_softmax,
             network.NetworkEvaluator.module) == originals
     assert not {"step", "legal_mask", "result", "encode", "expand_rows"} & set(vars(game))
     searcher = NetworkSearch(game, net)

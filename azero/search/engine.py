@@ -188,14 +188,12 @@ def _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_actio
             budget = torch.minimum(budget, (first >= 0).sum(dim=1).to(budget.device))
             if not bool(budget.any()):
                 raise ValueError("the imposed root actions give no walk to trees with simulations left")
-        if walker is not None:
+        if walker is not None:  # its _expand backs the step up
             leaves = walker.gather(budget, first)
+            _expand(tree, game, evaluator, leaves, leaves.keys if needs_keys else None, walker)
         else:
             leaves, rounds = _gather(tree, rule, budget.to(tree.visits.device), parallel > 1, needs_keys, first)
-        value = _expand(tree, game, evaluator, leaves, leaves.keys if needs_keys else None, walker)
-        if walker is not None:
-            walker.backup(leaves, value)
-        else:
+            value = _expand(tree, game, evaluator, leaves, leaves.keys if needs_keys else None)
             _backup_rounds(tree, rounds, value)
     return tree
 
@@ -254,7 +252,8 @@ def _gather(tree: Tree, rule: Rule, budget: torch.Tensor, track_pending: bool, l
             tree.action.view(-1).index_copy_(0, flat, action)
             tree.next_node.index_copy_(0, leaf_rows, new + 1)
             leaf_keys_now = keys.index_select(0, leaf_rows) if keys is not None else leaf_rows
-            for part, values in zip(parts, (leaf_rows, new, parent, action, leaf_keys_now)):
+            parent_flat = base.index_select(0, leaf_rows) + parent
+            for part, values in zip(parts, (leaf_rows, new, parent, action, leaf_keys_now, flat, parent_flat)):
                 part.append(values)
         walked = expanding | collide if track_pending else None
         if walked is not None:
@@ -346,7 +345,7 @@ def _backup_rounds(tree: Tree, rounds: list, value: torch.Tensor) -> None:
 
 
 def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: torch.Tensor | None,
-            walker: "kernels.Walker | None" = None) -> torch.Tensor:
+            walker: "kernels.Walker | None" = None) -> torch.Tensor | None:
     """Compute the leaves' positions (one `game.step`, or the game's compiled expansion),
     write their fields and evaluate them.
 
@@ -355,17 +354,15 @@ def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: 
     (Game.expand_rows) does the step, the positions' writes, the legal moves, the results
     and the encoding in one call, for evaluators that take encoded positions
     (`evaluate_encoded`: the network's; the encoding is skipped for one with `reads_planes`
-    False, the bench's trivial evaluator). With a walker (the compiled loop), its `record`
-    writes the fields in one call after the evaluation. Returns the values float [n], first player's view.
+    False, the bench's trivial evaluator). Returns the values float [n], first player's
+    view; with a walker (the compiled loops) nothing: its `finish` writes the fields and backs
+    up the whole step in one call after the evaluation.
     """
-    rows, new = leaves.rows, leaves.nodes
-    if rows.numel() == 0:
+    if leaves.rows.numel() == 0:
+        if walker is not None:
+            walker.finish_without_leaves()
         return torch.zeros(0, device=tree.visits.device)
-    capacity = tree.capacity
-    tree_base = rows * capacity
-    new_flat = tree_base + new
-    action = leaves.actions
-    parent_flat = tree_base + leaves.parents
+    new_flat, parent_flat, action = leaves.flat, leaves.parent_flat, leaves.actions
     expansion = None
     if keys is None and hasattr(evaluator, "evaluate_encoded"):
         expansion = game.expand_rows(tree.states, parent_flat, new_flat, action,
@@ -386,7 +383,8 @@ def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: 
         to_play, parent_to_play, done = states.to_play, parent_states.to_play, states.done
         prior, leaf_value = evaluator(states, keys, legal)
     if walker is not None:
-        return walker.record(leaves, parent_to_play, to_play, done, legal, result, prior, leaf_value)
+        walker.finish(leaves, parent_to_play, to_play, done, legal, result, prior, leaf_value)
+        return None
 
     def put(array, values):
         array.view(-1, *array.shape[2:]).index_copy_(0, new_flat, values)

@@ -197,7 +197,8 @@ def _gather(
     kind, virtual_loss, children, child_visits, child_value_sum, legal, prior, visits, value_sum, q_sign, terminal,
     terminal_value, mover_sign, parent, action_of, pending, raw_value,
     keys, next_node, budget, root_action, capacity, c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced,
-    leaf_rows, leaf_nodes, leaf_parents, leaf_actions, leaf_keys, collision_rows, collision_nodes, counts,
+    leaf_rows, leaf_nodes, leaf_parents, leaf_actions, leaf_keys, leaf_flat, leaf_parent_flat, collision_rows,
+    collision_nodes, counts,
 ):  # pragma: no cover - compiled; the walks of one step of engine._simulate
     batch = next_node.shape[0]
     actions = children.shape[1]
@@ -261,6 +262,8 @@ def _gather(
                 leaf_parents[leaves] = node
                 leaf_actions[leaves] = action
                 leaf_keys[leaves] = key
+                leaf_flat[leaves] = base + new
+                leaf_parent_flat[leaves] = base + node
                 leaves += 1
                 found += 1
             else:
@@ -316,6 +319,18 @@ def _backup(
         _add_pending(collision_rows[i] * capacity, collision_nodes[i], np.float32(-1.0), parent, pending)
 
 
+@njit(cache=True, nogil=True)
+def _finish(
+    rows, new, capacity, parent_to_play, child_to_play, done, result, legal, value, prior, has_prior, with_prior,
+    collision_rows, collision_nodes, collisions, mover_sign, q_sign, t_legal, terminal, terminal_value, t_prior,
+    raw_value, parent, action_of, visits, value_sum, pending, child_visits, child_value_sum,
+):  # pragma: no cover - compiled; _record, then _backup, in one call
+    _record(rows, new, capacity, parent_to_play, child_to_play, done, result, legal, value, prior, has_prior, with_prior,
+            mover_sign, q_sign, t_legal, terminal, terminal_value, t_prior, raw_value)
+    _backup(rows, new, value, rows.shape[0], collision_rows, collision_nodes, collisions, capacity, parent, action_of,
+            mover_sign, visits, value_sum, pending, child_visits, child_value_sum)
+
+
 def supports_tree(tree) -> bool:
     """Whether the compiled loops can work on this tree (numba present, CPU, float32 statistics)."""
     return (
@@ -359,19 +374,22 @@ class Leaves(NamedTuple):
     """The new nodes one step's walks made (their parent links are in the tree already):
     rows, nodes, parents, actions, keys: long [n], the tree, the node, its parent, the action
     from there and the walk's random key (games.random.step_keys of the tree's key and the
-    simulation's number) of each leaf."""
+    simulation's number) of each leaf; flat, parent_flat: the node's and its parent's index
+    into the trees' [B * N] rows (b * N + node)."""
 
     rows: torch.Tensor
     nodes: torch.Tensor
     parents: torch.Tensor
     actions: torch.Tensor
     keys: torch.Tensor
+    flat: torch.Tensor
+    parent_flat: torch.Tensor
 
 
 class Walker:
     """The compiled steps of one `simulate` call, with their buffers: `gather` walks every
-    tree up to `parallel` times, `record` writes the new leaves' fields, `backup` adds their
-    values. Leaves and collisions are at most B * parallel per step."""
+    tree up to `parallel` times; `finish` writes the new leaves' fields and adds their values.
+    Leaves and collisions are at most B * parallel per step."""
 
     def __init__(self, tree, rule, parallel: int = 1):
         batch, capacity, actions = tree.batch_size, tree.capacity, tree.num_actions
@@ -380,8 +398,9 @@ class Walker:
         self.leaves = Leaves(*(torch.empty(most, dtype=torch.long) for _ in Leaves._fields))
         self.collision_rows, self.collision_nodes = (torch.empty(most, dtype=torch.long) for _ in range(2))
         self.counts = np.zeros(3, dtype=np.int64)
-        self.outputs = tuple(t.numpy() for t in (*self.leaves, self.collision_rows, self.collision_nodes))
-        self.outputs += (self.counts,)
+        self.collision_rows_np, self.collision_nodes_np = self.collision_rows.numpy(), self.collision_nodes.numpy()
+        self.outputs = (*(t.numpy() for t in self.leaves), self.collision_rows_np, self.collision_nodes_np, self.counts)
+        self.no_value = np.zeros(0, np.float32)
         # walk j of tree b starts with root_action[b, j] (NO_ACTION: the rule chooses)
         self.root_action = torch.full((batch, parallel), NO_ACTION, dtype=torch.long)
         self.root_action_np = self.root_action.numpy()
@@ -436,16 +455,18 @@ class Walker:
             raise RuntimeError(f"search tree is full ({self.capacity} nodes); allocate more capacity")
         return Leaves(*(t[:leaves] for t in self.leaves))
 
-    def record(self, leaves: Leaves, parent_to_play, to_play, done, legal, result, prior, value) -> torch.Tensor:
-        """Write the new nodes' fields (search.engine._expand's bookkeeping, one call) once the
-        evaluator has seen them: their signs (from the player who moved into each, `parent_to_play`,
-        and the one to move, `to_play`, long [n]), legal moves, end of game (`done`), result,
-        prior (uniform over the legal moves where `prior` is None) and raw value. Returns the
-        values to back up (float [n], first player's view): `value`, or the result where the game is over."""
+    def finish(self, leaves: Leaves, parent_to_play, to_play, done, legal, result, prior, value) -> None:
+        """Write the new nodes' fields (search.engine._expand's bookkeeping) once the evaluator
+        has seen them: their signs (from the player who moved into each, `parent_to_play`, and
+        the one to move, `to_play`, long [n]), legal moves, end of game (`done`), result, prior
+        (uniform over the legal moves where `prior` is None) and raw value; then back the step
+        up: each leaf's value (float [n], first player's view: `value`, or the result where the
+        game is over) from the leaf to the root, and the pending visits of the step's walks
+        taken back. One compiled call."""
         value = value.to(torch.float32, copy=True)
         has_prior = prior is not None
         rows, nodes = self._found(leaves)
-        _record(
+        _finish(
             rows,
             nodes,
             self.capacity,
@@ -458,18 +479,19 @@ class Walker:
             prior.to(torch.float32).contiguous().numpy() if has_prior else self.no_prior,
             has_prior,
             self.tree.prior is not None,
+            self.collision_rows_np,
+            self.collision_nodes_np,
+            self.collisions,
             *self.record_arrays,
+            *self.backup_arrays[:2],
+            *self.backup_arrays[3:],
         )
-        return value
 
-    def backup(self, leaves: Leaves, value: torch.Tensor) -> None:
-        """Add each leaf's value (float [n], first player's view) from the leaf up to the root,
-        and take back the pending visits of the step's walks."""
-        rows, nodes = self._found(leaves)
-        _backup(
-            rows, nodes, value.to(torch.float32).contiguous().numpy(), rows.shape[0], self.outputs[5],
-            self.outputs[6], self.collisions, self.capacity, *self.backup_arrays,
-        )
+    def finish_without_leaves(self) -> None:
+        """Back up a step whose walks made no new node: take back its collisions' pending visits."""
+        none = self.outputs[0][:0]
+        _backup(none, none, self.no_value, 0, self.collision_rows_np, self.collision_nodes_np, self.collisions,
+                self.capacity, *self.backup_arrays)
 
     def take_states(self, flat: torch.Tensor):
         """The positions of nodes `flat` (long [n], b * N + node): tree.states.take(flat)."""
