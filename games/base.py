@@ -222,7 +222,9 @@ def keeps_rules(cls: type, owner: type) -> bool:
 class Expansion(NamedTuple):
     """The new positions of `Game.expand_rows`, what a search needs of them (n rows):
     legal bool [n, A], result float [n], planes float [n, C, H, W] (`encode`; None if not asked), to_play long [n],
-    parent_to_play long [n] (the player who moved into them), done bool [n]."""
+    parent_to_play long [n] (the player who moved into them), done bool [n]. arrays: the
+    same six as numpy arrays sharing the tensors' memory, where a compiled loop made them
+    (the search's compiled bookkeeping takes them as they are), else None."""
 
     legal: torch.Tensor
     result: torch.Tensor
@@ -230,6 +232,7 @@ class Expansion(NamedTuple):
     to_play: torch.Tensor
     parent_to_play: torch.Tensor
     done: torch.Tensor
+    arrays: tuple | None = None
 
 
 @dataclass(eq=False)

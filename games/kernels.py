@@ -317,9 +317,10 @@ def _expansion_outputs(count: int, cells: int, planes: int, actions: int, encode
             np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.bool_))
 
 
-def _expansion_tensors(outs: tuple[np.ndarray, ...], encode: bool) -> tuple[torch.Tensor | None, ...]:
+def _expansion_tensors(outs: tuple[np.ndarray, ...], encode: bool) -> tuple:
+    """The outputs as tensors (planes None without `encode`), then the arrays themselves."""
     tensors = tuple(torch.from_numpy(a) for a in outs)
-    return tensors if encode else (*tensors[:2], None, *tensors[3:])
+    return (*tensors, outs) if encode else (*tensors[:2], None, *tensors[3:], outs)
 
 
 def expand_stones(state, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor, rays: np.ndarray, k: int,
@@ -327,7 +328,7 @@ def expand_stones(state, parent: torch.Tensor, child: torch.Tensor, action: torc
     """The compiled form of a k-in-a-row game's expand_rows (games.base.Game.expand_rows; CPU
     tensors, the board contiguous): writes rows `child` of the BoardState `state` in place and
     returns (legal, result, planes [n, 4, cells] or None without `encode`, to_play,
-    parent_to_play, done) of the new rows."""
+    parent_to_play, done) of the new rows, and those six as the numpy arrays they share."""
     count, cells = parent.shape[0], state.board.shape[1] * state.board.shape[2]
     outs = _expansion_outputs(count, cells, 4, cells, encode)
     _expand_stones(state.board.numpy().reshape(-1, cells), state.to_play.numpy(), state.move_number.numpy(),
@@ -372,7 +373,8 @@ def expand_discs(state, parent: torch.Tensor, child: torch.Tensor, action: torch
                  k: int, encode: bool = True) -> tuple[torch.Tensor | None, ...]:
     """The compiled form of ConnectFour.expand_rows (CPU tensors, board and heights contiguous):
     writes rows `child` of `state` in place and returns (legal, result, planes [n, 3, cells] or
-    None without `encode`, to_play, parent_to_play, done) of the new rows."""
+    None without `encode`, to_play, parent_to_play, done) of the new rows, and those six as
+    the numpy arrays they share."""
     count, width = parent.shape[0], state.heights.shape[1]
     cells = state.board.shape[1] * state.board.shape[2]
     outs = _expansion_outputs(count, cells, 3, width, encode)

@@ -383,7 +383,8 @@ def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: 
         to_play, parent_to_play, done = states.to_play, parent_states.to_play, states.done
         prior, leaf_value = evaluator(states, keys, legal)
     if walker is not None:
-        walker.finish(leaves, parent_to_play, to_play, done, legal, result, prior, leaf_value)
+        walker.finish(leaves, parent_to_play, to_play, done, legal, result, prior, leaf_value,
+                      None if expansion is None else expansion.arrays)
         return None
 
     def put(array, values):

@@ -455,26 +455,36 @@ class Walker:
             raise RuntimeError(f"search tree is full ({self.capacity} nodes); allocate more capacity")
         return Leaves(*(t[:leaves] for t in self.leaves))
 
-    def finish(self, leaves: Leaves, parent_to_play, to_play, done, legal, result, prior, value) -> None:
+    def finish(self, leaves: Leaves, parent_to_play, to_play, done, legal, result, prior, value,
+               arrays: tuple | None = None) -> None:
         """Write the new nodes' fields (search.engine._expand's bookkeeping) once the evaluator
         has seen them: their signs (from the player who moved into each, `parent_to_play`, and
         the one to move, `to_play`, long [n]), legal moves, end of game (`done`), result, prior
         (uniform over the legal moves where `prior` is None) and raw value; then back the step
         up: each leaf's value (float [n], first player's view: `value`, or the result where the
         game is over) from the leaf to the root, and the pending visits of the step's walks
-        taken back. One compiled call."""
+        taken back. One compiled call. `arrays`: games.base.Expansion.arrays, the same fields as
+        numpy arrays (read instead of the tensors when given)."""
         value = value.to(torch.float32, copy=True)
         has_prior = prior is not None
         rows, nodes = self._found(leaves)
+        if arrays is not None:
+            legal_np, result_np, _, to_play_np, parent_to_play_np, done_np = arrays
+            legal_np, done_np = legal_np.view(np.uint8), done_np.view(np.uint8)
+        else:
+            parent_to_play_np, to_play_np = parent_to_play.contiguous().numpy(), to_play.contiguous().numpy()
+            done_np = done.contiguous().view(torch.uint8).numpy()
+            result_np = result.to(torch.float32).contiguous().numpy()
+            legal_np = legal.contiguous().view(torch.uint8).numpy()
         _finish(
             rows,
             nodes,
             self.capacity,
-            parent_to_play.contiguous().numpy(),
-            to_play.contiguous().numpy(),
-            done.contiguous().view(torch.uint8).numpy(),
-            result.to(torch.float32).contiguous().numpy(),
-            legal.contiguous().view(torch.uint8).numpy(),
+            parent_to_play_np,
+            to_play_np,
+            done_np,
+            result_np,
+            legal_np,
             value.numpy(),
             prior.to(torch.float32).contiguous().numpy() if has_prior else self.no_prior,
             has_prior,
