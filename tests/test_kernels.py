@@ -423,6 +423,25 @@ def test_walks_that_collide_on_a_small_tree_add_only_the_budget(rule):
     assert int(ours.next_node.max()) <= 16 and calls[0] == calls[1] == int(ours.next_node.sum()) - 2
 
 
+@pytest.mark.parametrize("root_action", [[[4, 4], [2, 6]], [[4, 4, 4], [2, 6, 8]], [[4], [6]]])
+def test_imposed_root_moves_per_walk_are_read_the_same_when_walks_collide(root_action):
+    """Walk j of a step takes column j, a walk that collides counted; past the columns the
+    rule chooses. The same in the compiled and the torch form (UCB1, pending visits)."""
+    game = games.make("tictactoe")
+
+    def run():
+        tree = new_tree(game, game.initial_state(2), 40, make_keys(3, 2), with_prior=False)
+        simulate(tree, game, RolloutEvaluator(game), UCB1(), 12, parallel=3, root_action=torch.tensor(root_action))
+        return tree
+
+    ours, theirs = both(run)
+    for name in ("visits", "value_sum", "child_visits", "children", "pending", "next_node"):
+        assert torch.equal(getattr(ours, name), getattr(theirs, name)), name
+    assert ours.root_visits().sum(dim=1).tolist() == [12.0, 12.0]
+    visited = ours.root_visits()[1].nonzero().squeeze(1).tolist()
+    assert set(visited) == {a for a in root_action[1] if a >= 0}  # distinct moves: none collide at the root
+
+
 @pytest.mark.parametrize("considered, simulations, parallel", [(8, 60, 1), (2, 30, 1), (8, 60, 8), (16, 40, 5)])
 def test_gumbel_searches_the_same(considered, simulations, parallel):
     """Gumbel's compiled descent and root choice against the torch forms, with noise at the root."""

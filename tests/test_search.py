@@ -130,6 +130,8 @@ def test_gumbel_walks_one_leaf_at_a_time_unless_each_walk_gets_its_root_move():
     tree = new_tree(TTT, TTT.initial_state(1), 20, make_keys(0, 1))
     with pytest.raises(ValueError, match="Gumbel selection walks one leaf at a time"):
         simulate(tree, TTT, RolloutEvaluator(TTT), Gumbel(), 8, parallel=4)
+    with pytest.raises(ValueError, match="only with one imposed root action per walk"):  # they would all collide
+        simulate(tree, TTT, RolloutEvaluator(TTT), Gumbel(), 8, parallel=4, root_action=torch.tensor([4]))
     # one imposed root move for every walk of a step, with pending visits below it
     simulate(tree, TTT, RolloutEvaluator(TTT), UCB1(), 8, parallel=4, root_action=torch.tensor([4]))
     assert tree.root_visits()[0].tolist() == [0, 0, 0, 0, 8, 0, 0, 0, 0]
@@ -157,8 +159,12 @@ def test_imposed_root_moves_one_per_walk_go_to_the_evaluator_together():
     assert calls == [4, 4, 1, 1, 1, 1]  # a step's walks in one call: both trees, then tree 1 alone
     with pytest.raises(ValueError, match="4 root actions a step for parallel=3"):
         simulate(tree, TTT, RolloutEvaluator(TTT), UCB1(), 3, parallel=3, root_action=torch.zeros(2, 4, dtype=torch.long))
-    with pytest.raises(ValueError, match="no walk to trees with simulations left"):
+    with pytest.raises(ValueError, match="no walk to a tree with simulations left"):
         simulate(tree, TTT, RolloutEvaluator(TTT), UCB1(), 3, parallel=3, root_action=torch.full((2, 3), -1))
+    before = tree.root_visits().clone()
+    with pytest.raises(ValueError, match="no walk to a tree with simulations left"):  # not a walk lost
+        simulate(tree, TTT, RolloutEvaluator(TTT), UCB1(), 4, root_action=torch.tensor([[0], [-1]]))
+    assert torch.equal(tree.root_visits(), before)
 
 
 def test_same_keys_same_search_other_keys_other_search():

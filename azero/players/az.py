@@ -84,8 +84,9 @@ class AZPlayer(Player):
     def leaves_per_step(self, simulations: int | None) -> int:
         """The leaves each search step gathers per tree for a budget of `simulations` (None: time).
         Gumbel's search takes the simulations of a round of its schedule together, the same
-        search in fewer network calls, so "auto" is every move a round may hold (m, at most
-        the widest batch)."""
+        search in fewer network calls (the network's arithmetic aside: under precision "auto"
+        a call of 16 leaves or more runs in int8 or bfloat16), so "auto" is every move a
+        round may hold (m, at most the widest batch)."""
         if self.searcher.algorithm == "gumbel" and self.parallel == "auto":
             return max(1, min(self.searcher.considered_actions, self.widest))
         return leaves_per_step(self.parallel, simulations, self.widest)

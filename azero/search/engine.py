@@ -141,7 +141,9 @@ def simulate(
     root_action: the actions the walks take at each root instead of the rule's choice (NO_ACTION:
     the rule's): long [B], the first action of every walk of tree b; or long [B, W] (W <=
     parallel), one per walk: tree b walks once for each action of its row (>= 0, at the
-    row's start), at most the simulations it has left. Or a function called before each step
+    row's start; every tree with simulations left needs one), at most the simulations it
+    has left, walk j of the step taking column j (a walk that collides counts; distinct
+    moves cannot collide at the root). Or a function called before each step
     with the step's budget (long [B], the walks each tree may make: its simulations left, at
     most `parallel`) that returns them (Gumbel's sequential halving chooses there,
     search/gumbel.py).
@@ -185,9 +187,13 @@ def _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_actio
         if first is not None and first.dim() == 2:  # one walk per action
             if first.shape[1] > parallel:
                 raise ValueError(f"{first.shape[1]} root actions a step for parallel={parallel}")
-            budget = torch.minimum(budget, (first >= 0).sum(dim=1).to(budget.device))
-            if not bool(budget.any()):
-                raise ValueError("the imposed root actions give no walk to trees with simulations left")
+            given = (first >= 0).sum(dim=1).to(budget.device)
+            if bool(((given == 0) & (budget > 0)).any()):
+                raise ValueError("the imposed root actions give no walk to a tree with simulations left")
+            budget = torch.minimum(budget, given)
+        elif parallel > 1 and not hasattr(rule, "virtual_loss"):
+            raise ValueError(f"{type(rule).__name__} selection walks several leaves a step only with one "
+                             "imposed root action per walk ([B, W])")
         if walker is not None:  # its _expand backs the step up
             leaves = walker.gather(budget, first)
             _expand(tree, game, evaluator, leaves, leaves.keys if needs_keys else None, walker)
@@ -229,8 +235,10 @@ def _gather(tree: Tree, rule: Rule, budget: torch.Tensor, track_pending: bool, l
         keys = step_keys(tree.keys, start + walk) if rule.uses_uniform or leaf_keys else None
         first = root_action
         if root_action is not None and root_action.dim() == 2:  # this walk's column of each tree
-            column = (found + collided).clamp(max=root_action.shape[1] - 1).unsqueeze(1)
-            first = root_action.gather(1, column).squeeze(1)
+            column = found + collided
+            width = root_action.shape[1]
+            first = root_action.gather(1, column.clamp(max=width - 1).unsqueeze(1)).squeeze(1)
+            first = torch.where(column < width, first, NO_ACTION)
         path, edges, last, expand_action, collide = _walk(
             tree, rule, base, active, keys if rule.uses_uniform else None, track_pending, first)
         expanding = expand_action >= 0

@@ -212,9 +212,8 @@ def _gather(
         counter = np.int64(visits[base])  # the root's visits number the simulations: their random keys
         found = 0
         collided = 0
-        imposed = root_action.shape[1]
         while found < budget[b] and collided < budget[b]:
-            walk = min(found + collided, imposed - 1)
+            walk = found + collided  # (at most 2 * budget - 2 < the buffer's 2 * parallel columns)
             key = _step_key(keys[b], counter)
             counter += 1
             node = 0  # the root
@@ -401,8 +400,9 @@ class Walker:
         self.collision_rows_np, self.collision_nodes_np = self.collision_rows.numpy(), self.collision_nodes.numpy()
         self.outputs = (*(t.numpy() for t in self.leaves), self.collision_rows_np, self.collision_nodes_np, self.counts)
         self.no_value = np.zeros(0, np.float32)
-        # walk j of tree b starts with root_action[b, j] (NO_ACTION: the rule chooses)
-        self.root_action = torch.full((batch, parallel), NO_ACTION, dtype=torch.long)
+        # walk j of a step (collisions counted) of tree b starts with root_action[b, j] (NO_ACTION:
+        # the rule chooses); a step makes at most 2 * parallel walks
+        self.root_action = torch.full((batch, 2 * parallel), NO_ACTION, dtype=torch.long)
         self.root_action_np = self.root_action.numpy()
         self.imposed = False
         # (c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced_playouts): each rule reads its own
@@ -432,8 +432,8 @@ class Walker:
 
     def gather(self, budget: torch.Tensor, root_action: torch.Tensor | None = None) -> Leaves:
         """Walk tree b `budget[b]` times (long [B]) from its root with the rule (from the
-        imposed root actions if given: long [B] for every walk, or [B, W] one per walk, as
-        engine.simulate takes them), pending visits steering each walk away from the earlier ones. A walk that ends at a finished game is
+        imposed root actions if given: long [B] for every walk, or [B, W] for walk j of the
+        step in column j, a walk that collides counted, as engine.simulate takes them), pending visits steering each walk away from the earlier ones. A walk that ends at a finished game is
         backed up at once; one that ends at an unexpanded edge makes the new node (the leaf);
         one that ends at a leaf of this step (a collision) only leaves its pending visits.
         Collisions count against the walks too, at most `budget[b]` of them per tree.
@@ -558,6 +558,8 @@ def gumbel_round_actions(tree, rule, gumbel: torch.Tensor, target: torch.Tensor,
     the next lengths[b] walks of tree b, each the best by g + logits + sigma(q_hat) among the
     legal moves with `target` (float [B]) visits (the best of all where none has), the
     earlier walks' moves counted as visited once more; NO_ACTION after them. gumbel: float [B, A]."""
+    if int(lengths.max()) > width:
+        raise ValueError(f"a round of {int(lengths.max())} walks for {width} columns")
     action = torch.empty(tree.batch_size, width, dtype=torch.long)
     _gumbel_round(
         _numpy(tree.child_visits), _numpy(tree.child_value_sum), _numpy(tree.legal), _numpy(tree.prior),

@@ -105,7 +105,8 @@ class NetworkSearch:
         the improved policy of each. noise: sample the root moves with Gumbel noise (self-play),
         else consider the m moves of highest prior and play the best (evaluation, play).
         parallel: the simulations of a round of the schedule evaluated together, at most this
-        many a tree (search.gumbel.gumbel_search; the same search)."""
+        many a tree (search.gumbel.gumbel_search; the same search, but for the network's
+        precision at the larger batches, NetworkEvaluator)."""
         if not isinstance(self.rule, Gumbel):
             raise ValueError("gumbel_search needs NetworkSearch(algorithm='gumbel')")
         memory.check_tree_size(states.batch_size, simulations + 1,
