@@ -125,13 +125,15 @@ def brain_answer(brain: Process) -> str:
 
 @pytest.fixture(scope="module")
 def gomoku_checkpoint(tmp_path_factory) -> str:
-    """An untrained checkpoint of the default 8x8 gomoku network (the preset's shape)."""
+    """An untrained checkpoint of the default 8x8 gomoku network (the preset's shape), which
+    searches as the preset's would (Gumbel AlphaZero, a round of its schedule a network call)."""
     config = load_config(game="gomoku")
+    assert config.search.algorithm == "gumbel"
     game = games.make_from_spec(config.game.spec)
     torch.manual_seed(0)
     net = PolicyValueNet(config.network, game).eval()
     path = tmp_path_factory.mktemp("clock") / "gomoku8.pt"
-    atomic_save(network_checkpoint(net, game, 1), path)
+    atomic_save(network_checkpoint(net, game, 1, search={"algorithm": "gumbel"}), path)
     return str(path)
 
 
