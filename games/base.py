@@ -223,8 +223,9 @@ class Expansion(NamedTuple):
     """The new positions of `Game.expand_rows`, what a search needs of them (n rows):
     legal bool [n, A], result float [n], planes float [n, C, H, W] (`encode`; None if not asked), to_play long [n],
     parent_to_play long [n] (the player who moved into them), done bool [n]. arrays: the
-    same six as numpy arrays sharing the tensors' memory, where a compiled loop made them
-    (the search's compiled bookkeeping takes them as they are), else None."""
+    same six as numpy arrays sharing the tensors' memory (the planes a placeholder without
+    `encode`), where a compiled loop made them (the search's compiled bookkeeping takes them
+    as they are), else None."""
 
     legal: torch.Tensor
     result: torch.Tensor

@@ -324,7 +324,7 @@ def _expansion_tensors(outs: tuple[np.ndarray, ...], encode: bool) -> tuple:
 
 
 def expand_stones(state, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor, rays: np.ndarray, k: int,
-                  exact: bool, encode: bool = True) -> tuple[torch.Tensor | None, ...]:
+                  exact: bool, encode: bool = True) -> tuple:
     """The compiled form of a k-in-a-row game's expand_rows (games.base.Game.expand_rows; CPU
     tensors, the board contiguous): writes rows `child` of the BoardState `state` in place and
     returns (legal, result, planes [n, 4, cells] or None without `encode`, to_play,
@@ -370,7 +370,7 @@ def _expand_discs(board, heights, to_play, move_number, done, winner, last_actio
 
 
 def expand_discs(state, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor, rows: int, rays: np.ndarray,
-                 k: int, encode: bool = True) -> tuple[torch.Tensor | None, ...]:
+                 k: int, encode: bool = True) -> tuple:
     """The compiled form of ConnectFour.expand_rows (CPU tensors, board and heights contiguous):
     writes rows `child` of `state` in place and returns (legal, result, planes [n, 3, cells] or
     None without `encode`, to_play, parent_to_play, done) of the new rows, and those six as

@@ -367,6 +367,7 @@ _GATHER = (
 )
 _RECORD = ("mover_sign", "q_sign", "legal", "terminal", "terminal_value", "prior", "raw_value")
 _BACKUP = ("parent", "action", "mover_sign", "visits", "value_sum", "pending", "child_visits", "child_value_sum")
+_FINISH = _RECORD + tuple(name for name in _BACKUP if name not in _RECORD)  # _finish's tree arrays, in its order
 
 
 class Leaves(NamedTuple):
@@ -423,6 +424,7 @@ class Walker:
         self.arrays = tuple(arrays[name] for name in _GATHER)
         self.record_arrays = tuple(arrays[name] for name in _RECORD)
         self.backup_arrays = tuple(arrays[name] for name in _BACKUP)
+        self.finish_arrays = tuple(arrays[name] for name in _FINISH)
         self.no_prior = np.zeros((1, actions), np.float32)  # record's prior argument when the evaluator gives none
         self.keys, self.next_node = tree.keys.numpy(), tree.next_node.numpy()
         # the positions' fields (numpy's row copies cost less than torch's index_select/index_copy_ here)
@@ -492,9 +494,7 @@ class Walker:
             self.collision_rows_np,
             self.collision_nodes_np,
             self.collisions,
-            *self.record_arrays,
-            *self.backup_arrays[:2],
-            *self.backup_arrays[3:],
+            *self.finish_arrays,
         )
 
     def finish_without_leaves(self) -> None:
