@@ -102,6 +102,10 @@ class TrainConfig:
     decay_every: int = _f(50, "step schedule: iterations between decays", low=1)
     decay_factor: float = _f(0.3, "step schedule: factor per decay", low=0)
     schedule_iterations: int = _f(200, "cosine schedule: iterations from peak to min_learning_rate", low=1)
+    schedule_minutes: float = _f(0.0, "cosine schedule: minutes of the run (its clock, all sessions, evaluations "
+                                 "included) from peak to min_learning_rate, instead of schedule_iterations; "
+                                 "set it to train.py's --minutes to end the decay with the budget (0 = off)",
+                                 low=0)
     min_learning_rate: float = _f(1e-5, "cosine schedule: final learning rate", low=0)
     grad_clip: float = _f(5.0, "clip the gradient norm to this (0 = no clipping)", low=0)
     ema_decay: float = _f(0.0, "self-play, evaluation and checkpoints use an exponential moving average of the "
@@ -280,6 +284,9 @@ def check_config(config: Config) -> None:
     if config.train.ema_decay >= 1:
         raise ConfigError(f"train.ema_decay={config.train.ema_decay} must be below 1 (1 would never move the "
                           "average; 0 = off)")
+    if config.train.schedule_minutes > 0 and config.train.schedule != "cosine":
+        raise ConfigError(f"train.schedule_minutes is the cosine schedule's length; train.schedule is "
+                          f"{config.train.schedule!r}: set train.schedule=cosine or train.schedule_minutes=0")
     if config.selfplay.full_search_fraction < 1 and search.cheap_simulations >= search.simulations:
         raise ConfigError(f"search.cheap_simulations={search.cheap_simulations} must be fewer than "
                           f"search.simulations={search.simulations} when selfplay.full_search_fraction < 1")

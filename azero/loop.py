@@ -316,7 +316,7 @@ class Run:
             record.update(self.trainer.train(self.buffer, steps, self.sample_generator,
                                              augment=config.replay.augment, progress=self.progress))
         record["charts/learning_rate"] = self.trainer.learning_rate
-        self.trainer.end_iteration()
+        self.trainer.end_iteration(seconds=self.elapsed + time.perf_counter() - started)
         self.source.publish(iteration)
         evaluation_started = time.perf_counter()
         record.update(self.source.evaluate(iteration, due=self.evaluation_due(iteration, started) or last, last=last))

@@ -3,7 +3,7 @@ and KataGo's auxiliary terms for the heads the network has (see `losses`).
 
     trainer = Trainer(net, config.train, device)
     losses = trainer.train(buffer, steps, generator, augment=True)   # mean losses of the steps
-    trainer.end_iteration()                                           # advances the schedule
+    trainer.end_iteration(seconds)     # advances the schedule (seconds: the run's clock, for one in minutes)
 
 On a GPU the forward pass and losses run under autocast (train.mixed_precision: bfloat16
 where the GPU has it, else float16 with loss scaling); on a CPU in float32 unless asked.
@@ -39,13 +39,17 @@ class TrainingDiverged(UserError):
     """A loss became NaN or infinite."""
 
 
-def learning_rate_factor(config: TrainConfig, iteration: int) -> float:
-    """The schedule's multiplier of the peak learning rate after `iteration` iterations."""
+def learning_rate_factor(config: TrainConfig, iteration: int, seconds: float = 0.0) -> float:
+    """The schedule's multiplier of the peak learning rate after `iteration` iterations and
+    `seconds` of the run's clock (the cosine schedule's over `schedule_minutes` when set)."""
     if config.schedule == "step":
         return config.decay_factor ** (iteration // config.decay_every)
     if config.schedule == "cosine":
         floor = config.min_learning_rate / config.learning_rate if config.learning_rate else 0.0
-        t = min(iteration / config.schedule_iterations, 1.0)
+        if config.schedule_minutes > 0:
+            t = min(seconds / (60.0 * config.schedule_minutes), 1.0)
+        else:
+            t = min(iteration / config.schedule_iterations, 1.0)
         return floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * t))
     return 1.0
 
@@ -147,12 +151,14 @@ class Trainer:
             self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate,
                                                weight_decay=config.weight_decay)
         self.iteration = 0
+        self.seconds = 0.0  # the run's clock at the end of the last iteration (a schedule in minutes)
         self.steps = 0
         self._set_lr()
 
     def _set_lr(self) -> None:
+        factor = learning_rate_factor(self.config, self.iteration, self.seconds)
         for group in self.optimizer.param_groups:
-            group["lr"] = self.config.learning_rate * learning_rate_factor(self.config, self.iteration)
+            group["lr"] = self.config.learning_rate * factor
 
     @property
     def learning_rate(self) -> float:
@@ -216,12 +222,16 @@ class Trainer:
             if not a.is_floating_point():
                 a.copy_(t)
 
-    def end_iteration(self) -> None:
+    def end_iteration(self, seconds: float | None = None) -> None:
+        """The next iteration's learning rate; `seconds`: the run's clock now (all sessions)."""
         self.iteration += 1
+        if seconds is not None:
+            self.seconds = float(seconds)
         self._set_lr()
 
     def state_dict(self) -> dict:
-        data = {"optimizer": self.optimizer.state_dict(), "iteration": self.iteration, "steps": self.steps}
+        data = {"optimizer": self.optimizer.state_dict(), "iteration": self.iteration, "steps": self.steps,
+                "seconds": self.seconds}
         if self.model is not self.net:  # the checkpoint's network is the average; these are the trained weights
             data["model"] = self.model.state_dict()
         if self.scaler is not None:
@@ -238,4 +248,5 @@ class Trainer:
             self.scaler.load_state_dict(data["scaler"])
         self.iteration = int(data["iteration"])
         self.steps = int(data["steps"])
+        self.seconds = float(data.get("seconds", 0.0))  # saved since the schedule in minutes
         self._set_lr()

@@ -4,6 +4,7 @@ replay symmetries; checkpoints; configs."""
 from __future__ import annotations
 
 import io
+import json
 import math
 
 import numpy as np
@@ -28,7 +29,7 @@ from azero.search.network_search import NetworkSearch, add_dirichlet_noise
 from azero.search.tree import subtree
 from azero.selfplay import Samples, SelfPlay
 from azero.solver import Solver
-from azero.trainer import Trainer
+from azero.trainer import Trainer, learning_rate_factor
 
 TTT = games.make("tictactoe")
 
@@ -583,3 +584,55 @@ def test_without_the_weight_average_the_trainer_fits_the_network_itself():
     assert not all(torch.equal(before[k], v) for k, v in net.state_dict().items())
     with pytest.raises(ConfigError, match="train.ema_decay=1.0 must be below 1"):
         load_config(game="tictactoe", overrides=["train.ema_decay=1"])
+
+
+def test_learning_rate_schedules_by_hand():
+    """train.schedule: step multiplies by decay_factor every decay_every iterations; cosine
+    falls from 1 to min/peak along half a cosine over schedule_iterations, or over
+    schedule_minutes of the run's clock when that is set, and stays at its floor after."""
+    step = load_config(game="tictactoe", overrides=["train.schedule=step", "train.decay_every=50",
+                                                    "train.decay_factor=0.3"]).train
+    assert [learning_rate_factor(step, i) for i in (0, 49, 50, 120)] == pytest.approx([1, 1, 0.3, 0.09])
+    by_iterations = load_config(game="tictactoe", overrides=[
+        "train.schedule=cosine", "train.learning_rate=0.002", "train.min_learning_rate=0.0002",
+        "train.schedule_iterations=100"]).train
+    assert [learning_rate_factor(by_iterations, i, seconds=1e9) for i in (0, 25, 50, 100, 300)] == pytest.approx(
+        [1.0, 0.1 + 0.9 * (1 + math.cos(math.pi / 4)) / 2, 0.55, 0.1, 0.1])
+    by_minutes = load_config(game="tictactoe", overrides=[
+        "train.schedule=cosine", "train.learning_rate=0.002", "train.min_learning_rate=0.0002",
+        "train.schedule_minutes=60"]).train
+    assert [learning_rate_factor(by_minutes, 1000, seconds=60 * m) for m in (0, 15, 30, 60, 90)] == pytest.approx(
+        [1.0, 0.1 + 0.9 * (1 + math.cos(math.pi / 4)) / 2, 0.55, 0.1, 0.1])
+
+    net = PolicyValueNet(load_config(game="tictactoe").network, TTT)
+    trainer = Trainer(net, by_minutes)
+    assert trainer.learning_rate == pytest.approx(0.002)
+    trainer.end_iteration(seconds=30 * 60)
+    assert trainer.learning_rate == pytest.approx(0.0011)
+    restored = Trainer(net, by_minutes)  # a resumed run: the rate it had, from the saved clock
+    restored.load_state_dict(trainer.state_dict())
+    assert restored.learning_rate == pytest.approx(0.0011) and restored.seconds == 30 * 60
+    older = {key: value for key, value in trainer.state_dict().items() if key != "seconds"}
+    restored.load_state_dict(older)  # a checkpoint from before the clock was saved: the clock's start
+    assert restored.learning_rate == pytest.approx(0.002)
+    with pytest.raises(ConfigError, match="train.schedule_minutes is the cosine schedule's length; "
+                                          "train.schedule is 'constant'"):
+        load_config(game="tictactoe", overrides=["train.schedule_minutes=60"])
+
+
+def test_a_run_decays_its_learning_rate_by_its_own_clock(tmp_path):
+    """A run's iterations hand the trainer the run's clock: with a cosine schedule of a
+    moment's length the second iteration trains at the floor; the clock is saved with the
+    trainer and never runs ahead of the run's."""
+    from runs import tiny_settings
+
+    from azero.loop import train
+
+    config = load_config(game="tictactoe", overrides=tiny_settings({
+        "train.schedule": "cosine", "train.schedule_minutes": 1e-6, "train.learning_rate": 0.002,
+        "train.min_learning_rate": 0.0001}))
+    run_dir = train(config, tmp_path / "run", iterations=2, progress=False, command=["test"], log=lambda _: None)
+    rates = [json.loads(line)["charts/learning_rate"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert rates == pytest.approx([0.002, 0.0001])
+    data = torch.load(run_dir / "latest.pt", weights_only=True)
+    assert 0 < data["trainer"]["seconds"] <= data["elapsed"]
