@@ -269,8 +269,11 @@ class Gumbel:
         return torch.softmax(self.logits(view), dim=1).nan_to_num_(0.0)
 
     def scores(self, view: NodeView) -> torch.Tensor:
-        """float [B, A]: pi'(a) - N(a) / (1 + sum_b N(b)), -inf for illegal actions."""
-        share = view.child_visits / (1.0 + view.child_visits.sum(dim=1, keepdim=True))
+        """float [B, A]: pi'(a) - N(a) / (1 + sum_b N(b)), -inf for illegal actions; N counts
+        the descents in flight too (view.child_pending: the WU-UCT form, visits without values),
+        so several walks of a step below one root move spread as their visits would."""
+        visits = view.child_visits if view.child_pending is None else view.child_visits + view.child_pending
+        share = visits / (1.0 + visits.sum(dim=1, keepdim=True))
         return (self.improved_policy(view) - share).masked_fill_(~view.legal, -math.inf)
 
     def select(self, view: NodeView) -> torch.Tensor:
