@@ -606,7 +606,8 @@ def test_az_player_searches_as_its_checkpoint_or_its_spec_says(tmp_path):
     analysis = phased.analyse(TTT.initial_state(2))
     for row in analysis.visits.tolist():  # m = 4, n = 12: each once, then the better two 4 times more
         assert sorted(row)[-4:] == [1.0, 1.0, 5.0, 5.0] and sum(row) == 12.0
-    assert not make(f"az:{old}:sims=8,phases=true", TTT).phases  # PUCT has no phases
+    with pytest.raises(UserError, match="option phases is Gumbel's"):
+        make(f"az:{old}:sims=8,phases=true", TTT)  # a PUCT checkpoint
 
 
 def test_config_names_the_algorithms_and_old_configs_stay_puct():

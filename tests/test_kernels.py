@@ -426,8 +426,8 @@ def test_walks_that_collide_on_a_small_tree_add_only_the_budget(rule):
 @pytest.mark.parametrize("root_action", [[[4, 4], [2, 6]], [[4, 4, 4], [2, 6, 8]], [[4], [6]]])
 def test_imposed_root_moves_per_walk_are_read_the_same_when_walks_collide(root_action):
     """The j-th walk of a step that finds a leaf takes column j, one that collides tries its
-    column again; past the columns the rule chooses. The same in the compiled and the torch
-    form (UCB1, pending visits)."""
+    column again (a row's walks are as many as its columns at most). The same in the
+    compiled and the torch form (UCB1, pending visits)."""
     game = games.make("tictactoe")
 
     def run():

@@ -81,7 +81,10 @@ class AZPlayer(Player):
                 self.spec += f",{option}={value:g}" if value != getattr(defaults, key) else ""
         self.spec += f",precision={precision}" if precision != OPTIONS["precision"].default else ""
         self.spec += f",parallel={self.parallel}" if self.parallel != "auto" else ""
-        self.phases = bool(phases) and algorithm == "gumbel"
+        if phases and algorithm != "gumbel":
+            raise UserError("az: option phases is Gumbel's (sequential halving's phases); this player searches "
+                            f"with {algorithm}: add algorithm=gumbel or drop phases")
+        self.phases = bool(phases)
         self.spec += ",phases=true" if self.phases else ""
         self.spec += ",virtual_loss=false" if not search_options.get("virtual_loss", VIRTUAL_LOSS.default) else ""
         self.spec += f",seconds={seconds:g}" if seconds else ""

@@ -166,7 +166,8 @@ def round_actions(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, target: torch.
     through the moves' completed Q without visits, alike for all of them (the mixed value);
     what does change, sigma's scale (the most visits of a move), is counted. So the round's
     walks can go to the network in one call. Over the later rounds of a phase (forced_spans)
-    the moves are the same again, whatever the values.
+    the moves are the same again whatever the values (only their order within a round may
+    differ from the sequential one).
     """
     if kernels.supports_tree(tree) and gumbel.device.type == "cpu":
         return kernels.gumbel_round_actions(tree, rule, gumbel, target, lengths, width)

@@ -14,7 +14,9 @@ the pending counts of WU-UCT, Liu et al. 2020: the bonus shrinks, the mean stays
 child whose only visits are in flight is not untried (UCB1) and has no mean of its own
 without virtual loss (UCB1 counts it a draw; PUCT gives it the first-play urgency).
 Without pending visits (None, or all zero) the scores are exactly the sequential ones.
-Gumbel's search walks one leaf per tree at a time (its root schedule is sequential).
+Gumbel's rule counts pending visits as visits (the paper's rule has no values to
+lower): its walks meet only below one root move, when a call takes several rounds of
+sequential halving (search/gumbel.py's phases).
 """
 
 from __future__ import annotations
