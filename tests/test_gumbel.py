@@ -20,7 +20,7 @@ from azero.errors import UserError
 from azero.network import NetworkConfig, PolicyValueNet
 from azero.players import make
 from azero.search import Gumbel, gumbel_noise, gumbel_search, new_tree
-from azero.search.gumbel import forced_spans, visit_schedule
+from azero.search.gumbel import visit_schedule
 from azero.search.network_search import NetworkSearch
 from azero.search.selection import NodeView, completed_q, mixed_value, sigma
 from azero.selfplay import SelfPlay
@@ -98,23 +98,6 @@ def test_interior_selection_by_hand():
     assert rule.improved_policy(node)[0, 3] == 0.0  # illegal
     scores = improved - np.array(visits[:3]) / (1 + 4)
     assert int(rule.select(node)) == int(np.argmax(scores)) == 1
-
-
-def test_interior_selection_counts_the_visits_in_flight_as_visits():
-    """Walks of one call below the same node: N(a) counts the descents in flight (pending),
-    the improved policy does not (they have no value yet)."""
-    prior, visits, value_sum, raw = [0.5, 0.3, 0.2, 0.0], [1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], 0.0
-    rule = Gumbel()
-    alone = view(prior, visits, value_sum, raw)
-    flight = torch.tensor([[0.0, 0.0, 1.0, 0.0]])  # a walk of this call went to move 2
-    node = alone._replace(child_pending=flight, pending=flight.sum(1))
-    improved = rule.improved_policy(alone)[0, :3].numpy()  # q = 0 everywhere: the prior
-    assert np.allclose(improved, [0.5, 0.3, 0.2], atol=1e-6)
-    assert torch.equal(rule.improved_policy(node), rule.improved_policy(alone))
-    scores = improved - (np.array(visits[:3]) + flight[0, :3].numpy()) / (1 + 2 + 1)
-    assert torch.allclose(rule.scores(node)[0, :3], torch.tensor(scores, dtype=torch.float32), atol=1e-6)
-    # alone, move 2 lags most (0.2 - 0 against 0.5 - 1/3); with a walk in flight there, move 0
-    assert int(rule.select(alone)) == 2 and int(rule.select(node)) == int(np.argmax(scores)) == 0
 
 
 def test_interior_selection_makes_visits_follow_the_improved_policy():
@@ -382,72 +365,6 @@ def test_a_round_of_the_schedule_is_one_call_and_the_same_search(considered, sim
     assert torch.allclose(together.policy, one.policy, atol=1e-6)
 
 
-@pytest.mark.parametrize("considered, simulations, expected", [
-    # 0 0 0 0 | 1 1 2 2: the first round alone, then the better two twice more together
-    (4, 8, (4, 3, 2, 1, 4, 3, 2, 1)),
-    # 0 0 0 0 | 1 1 1 1 | 2 2 3 3 4 4 5 5: the first phase's second round is forced
-    (4, 16, (4, 3, 2, 1, 4, 3, 2, 1, 8, 7, 6, 5, 4, 3, 2, 1)),
-    # m = 16, n = 64: four phases of one call each (16, 8 x 2, 4 x 4, 2 x 8)
-    (16, 64, tuple(range(16, 0, -1)) * 4),
-    # 0 0 0 | 1 1 | 2 2 | 3 3 | 4: three moves, then two: the last simulation picks one of them
-    (3, 9, (3, 2, 1, 6, 5, 4, 3, 2, 1)),
-    (3, 10, (3, 2, 1, 6, 5, 4, 3, 2, 1, 1)),
-    # one move: every simulation after the first in one call
-    (1, 5, (1, 4, 3, 2, 1)),
-])
-def test_forced_spans_by_hand(considered, simulations, expected):
-    assert visit_schedule(4, 16) == (0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5)
-    assert forced_spans(visit_schedule(considered, simulations)) == expected
-
-
-@pytest.mark.parametrize("considered, simulations, calls", [(16, 64, 4), (4, 16, 3), (3, 10, 3)])
-def test_a_phase_of_forced_rounds_is_one_call_with_the_schedules_visits(considered, simulations, calls):
-    """With phases, a call runs on to the end of what the schedule forces: every root move
-    still gets the schedule's visits (walks that collide below one move are asked again),
-    the first rounds pick what the sequential search picks, and the network is called once
-    a phase (up to a collision's extra call)."""
-    game = games.make("gomoku", size=5, k=4)
-    roots = game.step(game.initial_state(3), torch.tensor([0, 6, 12]))
-    roots = game.step(roots, torch.tensor([1, 7, 13]))
-    keys = make_keys(5, 3)
-    g = gumbel_noise(keys, game.num_actions)
-
-    def run(phases):
-        evaluator = CountingEvaluator(game)
-        prior, value = evaluator(roots)
-        tree = new_tree(game, roots, simulations + 1, keys, root_prior=prior, root_value=value)
-        result = gumbel_search(tree, game, evaluator, Gumbel(), simulations, g, considered=considered,
-                               parallel=32, phases=phases)
-        return tree, result, evaluator.calls[1:]
-
-    rounds, _, round_calls = run(False)
-    tree, result, phase_calls = run(True)
-    assert sum(phase_calls) == sum(round_calls) == 3 * simulations  # (no finished game this shallow)
-    assert calls <= len(phase_calls) <= calls + 1 < len(round_calls)
-    visits, sequential = tree.root_visits(), rounds.root_visits()
-    assert torch.equal(visits.sort(dim=1).values, sequential.sort(dim=1).values)  # the schedule's counts
-    first = visits > 0  # the m moves sampled, the same as the sequential search's
-    assert torch.equal(first, sequential > 0)
-    assert bool(visits.gather(1, result.action.unsqueeze(1)).eq(visits.amax(dim=1, keepdim=True)).all())
-    assert not bool(tree.pending.any())
-    assert int((tree.visits[:, 1:] > 1).sum()) > 0  # walks went deeper below the root moves
-
-
-@pytest.mark.parametrize("board, to_play, simulations, best", [
-    ("X X . / O O . / . . .", 0, 8, "c3"),
-    ("X X . / O . . / . . O", 1, 48, "c3"),
-])
-def test_phases_find_the_win_and_the_block_without_knowledge(board, to_play, simulations, best):
-    from boards import position
-
-    state = position(TTT, board.replace("/", "\n"), to_play=to_play)
-    tree = new_tree(TTT, state, simulations + 1, make_keys(0, 1), root_value=torch.zeros(1))
-    result = gumbel_search(tree, TTT, UniformEvaluator(), Gumbel(), simulations, torch.zeros(1, 9), considered=16,
-                           parallel=16, phases=True)
-    assert TTT.format_action(int(result.action)) == best
-    assert int(result.policy[0].argmax()) == TTT.parse_action(best)
-
-
 def test_trees_whose_rounds_differ_search_together_as_alone():
     """Roots with 9, 6 and 3 legal moves: their schedules' rounds differ in length, and trees
     end their rounds, and their simulations, at different steps."""
@@ -601,13 +518,6 @@ def test_az_player_searches_as_its_checkpoint_or_its_spec_says(tmp_path):
     assert timed.visits.sum() == 8 and seen and seen[-1].visits.sum() == 8
     with pytest.raises(UserError, match="puct, gumbel"):
         make(f"az:{old}:algorithm=alphago", TTT)
-    phased = make(f"az:{gumbel}:sims=12,phases=true", TTT)  # a phase's forced rounds in one network call
-    assert phased.phases and phased.spec.endswith(",phases=true") and phased.leaves_per_step(12) == 32
-    analysis = phased.analyse(TTT.initial_state(2))
-    for row in analysis.visits.tolist():  # m = 4, n = 12: each once, then the better two 4 times more
-        assert sorted(row)[-4:] == [1.0, 1.0, 5.0, 5.0] and sum(row) == 12.0
-    with pytest.raises(UserError, match="option phases is Gumbel's"):
-        make(f"az:{old}:sims=8,phases=true", TTT)  # a PUCT checkpoint
 
 
 def test_config_names_the_algorithms_and_old_configs_stay_puct():

@@ -425,9 +425,8 @@ def test_walks_that_collide_on_a_small_tree_add_only_the_budget(rule):
 
 @pytest.mark.parametrize("root_action", [[[4, 4], [2, 6]], [[4, 4, 4], [2, 6, 8]], [[4], [6]]])
 def test_imposed_root_moves_per_walk_are_read_the_same_when_walks_collide(root_action):
-    """The j-th walk of a step that finds a leaf takes column j, one that collides tries its
-    column again (a row's walks are as many as its columns at most). The same in the
-    compiled and the torch form (UCB1, pending visits)."""
+    """Walk j of a step takes column j, a walk that collides counted; past the columns the
+    rule chooses. The same in the compiled and the torch form (UCB1, pending visits)."""
     game = games.make("tictactoe")
 
     def run():
@@ -443,14 +442,9 @@ def test_imposed_root_moves_per_walk_are_read_the_same_when_walks_collide(root_a
     assert set(visited) == {a for a in root_action[1] if a >= 0}  # distinct moves: none collide at the root
 
 
-@pytest.mark.parametrize("considered, simulations, parallel, phases", [
-    (8, 60, 1, False), (2, 30, 1, False), (8, 60, 8, False), (16, 40, 5, False),
-    (8, 60, 32, True), (4, 48, 7, True), (2, 30, 16, True),
-])
-def test_gumbel_searches_the_same(considered, simulations, parallel, phases):
-    """Gumbel's compiled descent and root choice against the torch forms, with noise at the
-    root; with phases, walks below one root move in a call, counting each other's visits in
-    flight, and walks that collide asked again."""
+@pytest.mark.parametrize("considered, simulations, parallel", [(8, 60, 1), (2, 30, 1), (8, 60, 8), (16, 40, 5)])
+def test_gumbel_searches_the_same(considered, simulations, parallel):
+    """Gumbel's compiled descent and root choice against the torch forms, with noise at the root."""
     from azero.search import Gumbel, gumbel_noise, gumbel_search
 
     game = games.make("gomoku", size=6, k=4)
@@ -462,7 +456,7 @@ def test_gumbel_searches_the_same(considered, simulations, parallel, phases):
         tree = new_tree(game, roots, simulations + 1, make_keys(0, 5), root_prior=prior, root_value=value)
         noise = gumbel_noise(make_keys(1, 5), game.num_actions)
         result = gumbel_search(tree, game, evaluator, rule, simulations, noise, considered=considered,
-                               parallel=parallel, phases=phases)
+                               parallel=parallel)
         return tree.root_visits(), tree.visits, tree.value_sum, tree.parent, result.action, result.policy
 
     ours, theirs = both(run)

@@ -42,10 +42,6 @@ OPTIONS = {
     "precision": Option("auto", str, choices=PRECISIONS, noun="precision",
                         help="the network's arithmetic, as search.precision in train.py --help-config"),
     "parallel": PARALLEL,
-    "phases": Option(False, bool, metavar="true|false",
-                     help="gumbel: a network call runs on through a phase's later rounds (the same root moves "
-                          "again, walks below one move counting each other's visits in flight): fewer calls, "
-                          "not quite the same search"),
     "virtual_loss": VIRTUAL_LOSS,
     "seconds": SECONDS,
     "seed": SEED,
@@ -61,8 +57,7 @@ class AZPlayer(Player):
     """
 
     def __init__(self, game: Game, net: PolicyValueNet, simulations: int = 200, *, device="cpu", seed=0,
-                 name: str = "az", parallel: str | int = "auto", seconds: float | None = None, phases: bool = False,
-                 **search_options):
+                 name: str = "az", parallel: str | int = "auto", seconds: float | None = None, **search_options):
         super().__init__(game, seed)
         self.simulations = read_option("az: option sims", OPTIONS["sims"], simulations, error=UserError)
         self.parallel = read_option("az: option parallel", OPTIONS["parallel"], str(parallel), error=UserError)
@@ -81,11 +76,6 @@ class AZPlayer(Player):
                 self.spec += f",{option}={value:g}" if value != getattr(defaults, key) else ""
         self.spec += f",precision={precision}" if precision != OPTIONS["precision"].default else ""
         self.spec += f",parallel={self.parallel}" if self.parallel != "auto" else ""
-        if phases and algorithm != "gumbel":
-            raise UserError("az: option phases is Gumbel's (sequential halving's phases); this player searches "
-                            f"with {algorithm}: add algorithm=gumbel or drop phases")
-        self.phases = bool(phases)
-        self.spec += ",phases=true" if self.phases else ""
         self.spec += ",virtual_loss=false" if not search_options.get("virtual_loss", VIRTUAL_LOSS.default) else ""
         self.spec += f",seconds={seconds:g}" if seconds else ""
         self.seconds = seconds
@@ -96,10 +86,9 @@ class AZPlayer(Player):
         Gumbel's search takes the simulations of a round of its schedule together, the same
         search in fewer network calls (the network's arithmetic aside: under precision "auto"
         a call of 16 leaves or more runs in int8 or bfloat16), so "auto" is every move a
-        round may hold (m, at most the widest batch); with `phases`, the widest batch (a
-        phase's forced rounds together)."""
+        round may hold (m, at most the widest batch)."""
         if self.searcher.algorithm == "gumbel" and self.parallel == "auto":
-            return self.widest if self.phases else max(1, min(self.searcher.considered_actions, self.widest))
+            return max(1, min(self.searcher.considered_actions, self.widest))
         return leaves_per_step(self.parallel, simulations, self.widest)
 
     def analyse(self, states, keys=None, *, simulations=None, seconds=None, on_progress=None, should_stop=None):
@@ -141,7 +130,7 @@ class AZPlayer(Player):
         simulations = simulations or self.simulations
         result = self.searcher.gumbel_search(states, keys, simulations, noise=False, on_progress=live,
                                              should_stop=deadline_stop(seconds, should_stop),
-                                             parallel=self.leaves_per_step(simulations), phases=self.phases)
+                                             parallel=self.leaves_per_step(simulations))
         return Analysis.from_tree(result.tree, result.action, prior=result.tree.prior[:, 0].clone())
 
     def act(self, states, keys=None):
@@ -178,7 +167,7 @@ def build(game: Game, path: str, options: dict, *, device, seed) -> AZPlayer:
                     considered_actions=given("considered", "considered_actions"),
                     c_visit=given("c_visit", "c_visit"), c_scale=given("c_scale", "c_scale"),
                     precision=options["precision"], parallel=options["parallel"],
-                    virtual_loss=options["virtual_loss"], seconds=options["seconds"], phases=options["phases"])
+                    virtual_loss=options["virtual_loss"], seconds=options["seconds"])
 
 
 def checkpoint_search(data: dict) -> dict:

@@ -24,11 +24,10 @@ losses, or as visits only), so the next walk of the step goes elsewhere. A walk 
 reaches a leaf an earlier walk of the step found (a collision) adds nothing but its
 pending visits, which keep later walks away; after K collisions a tree stops
 gathering for this step. Each tree gets exactly the simulations asked for; K = 1 is
-the sequential search, simulation for simulation. UCB1 and PUCT take K > 1; Gumbel takes
-K > 1 only with imposed root actions, one per walk: sequential halving gives each walk of a
-round a different root move, and walks below different root moves cannot meet; walks below
-the same root move (several rounds in one call) count each other's pending visits as
-visits in Gumbel's rule.
+the sequential search, simulation for simulation. UCB1 and PUCT take K > 1; Gumbel,
+whose selection has no pending visits, takes K > 1 only with imposed root actions, one per
+walk (sequential halving gives each walk of a step a different root move, and walks below
+different root moves cannot meet).
 
 On a CPU, with UCB1, PUCT or Gumbel, the walks and the backup run as compiled loops over
 the trees (search/kernels.py) with the same rules as the torch form below (children whose
@@ -143,9 +142,8 @@ def simulate(
     the rule's): long [B], the first action of every walk of tree b; or long [B, W] (W <=
     parallel), one per walk: tree b walks once for each action of its row (>= 0, at the
     row's start; every tree with simulations left needs one), at most the simulations it
-    has left, the step's j-th walk that finds a leaf (or a finished game) taking column j (a
-    walk that collides tries its column again, away from the collision by its pending
-    visits; walks below distinct root moves cannot collide). Or a function called before each step
+    has left, walk j of the step taking column j (a walk that collides counts; distinct
+    moves cannot collide at the root). Or a function called before each step
     with the step's budget (long [B], the walks each tree may make: its simulations left, at
     most `parallel`) that returns them (Gumbel's sequential halving chooses there,
     search/gumbel.py).
@@ -213,7 +211,7 @@ def _gather(tree: Tree, rule: Rule, budget: torch.Tensor, track_pending: bool, l
             root_action: torch.Tensor | None = None) -> tuple[Leaves, list]:
     """The torch form of kernels.Walker.gather: walk every tree up to budget[b] times, the
     walks of all trees in lock-step, one walk per tree at a time (a round); root_action
-    (long [B] for every walk, or [B, W], column j for the j-th walk of tree b that finds a leaf; NO_ACTION: the
+    (long [B] for every walk, or [B, W] for walk j of tree b in column j; NO_ACTION: the
     rule's choice): each walk's first action instead of the rule's.
 
     Returns the leaves (in the order of the rounds, then the trees; keys only if
@@ -236,8 +234,8 @@ def _gather(tree: Tree, rule: Rule, budget: torch.Tensor, track_pending: bool, l
             break
         keys = step_keys(tree.keys, start + walk) if rule.uses_uniform or leaf_keys else None
         first = root_action
-        if root_action is not None and root_action.dim() == 2:  # this walk's column (a collision tries it again)
-            column = found
+        if root_action is not None and root_action.dim() == 2:  # this walk's column of each tree
+            column = found + collided
             width = root_action.shape[1]
             first = root_action.gather(1, column.clamp(max=width - 1).unsqueeze(1)).squeeze(1)
             first = torch.where(column < width, first, NO_ACTION)

@@ -63,42 +63,18 @@ def visit_schedule(considered: int, simulations: int) -> tuple[int, ...]:
     return tuple(sequence[:simulations])
 
 
-def forced_spans(schedule: tuple[int, ...]) -> tuple[int, ...]:
-    """For each simulation of `schedule` (visit_schedule's), how many from it on, itself
-    included, go to root moves known before any of them is searched: up to the next round
-    that keeps fewer moves than the round before it (the better ones, by the values found
-    so far) and never past the first round (its moves have no node yet: a second walk
-    below one would only meet the first's leaf). The rounds of a phase after its first are
-    forced (the same moves again), and so are phases of two moves after phases of two."""
-    n = len(schedule)
-    rounds: list[tuple[int, int]] = []  # (start, width)
-    for k, level in enumerate(schedule):
-        if k == 0 or level != schedule[k - 1]:
-            rounds.append((k, 0))
-        rounds[-1] = (rounds[-1][0], rounds[-1][1] + 1)
-    starts = {rounds[0][0]} | {start for (start, width), (_, before) in zip(rounds[1:], rounds)
-                               if width < before or schedule[start - 1] == 0}
-    spans = [1] * n
-    for k in range(n - 2, -1, -1):
-        if k + 1 not in starts:
-            spans[k] = spans[k + 1] + 1
-    return tuple(spans)
-
-
 @lru_cache(maxsize=64)
-def _schedule_table(considered: int, simulations: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _schedule_table(considered: int, simulations: int) -> tuple[torch.Tensor, torch.Tensor]:
     """float [considered + 1, simulations]: row c is visit_schedule(c, simulations) (row 0
     unused); and long, the same shape: how many entries from each one on, itself included,
-    have its value (what is left of its round); and the same for forced_spans."""
+    have its value (what is left of its round)."""
     rows = [visit_schedule(c, simulations) for c in range(considered + 1)]
     runs = [[1] * simulations for _ in rows]
     for row, run in zip(rows, runs):
         for k in range(simulations - 2, -1, -1):
             if row[k + 1] == row[k]:
                 run[k] = run[k + 1] + 1
-    spans = [forced_spans(row) for row in rows]
-    return (torch.tensor(rows, dtype=torch.float32), torch.tensor(runs, dtype=torch.long),
-            torch.tensor(spans, dtype=torch.long))
+    return torch.tensor(rows, dtype=torch.float32), torch.tensor(runs, dtype=torch.long)
 
 
 def gumbel_noise(keys: torch.Tensor, actions: int) -> torch.Tensor:
@@ -155,19 +131,16 @@ def chosen_action(tree: Tree, rule: Gumbel, gumbel: torch.Tensor) -> torch.Tenso
 def round_actions(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, target: torch.Tensor, lengths: torch.Tensor,
                   width: int) -> torch.Tensor:
     """long [B, width]: the root moves of the next lengths[b] (long [B], at most width)
-    simulations of tree b, walk j wanting a move with target[b, j] visits (float [B, width]),
-    NO_ACTION after them. Walk j takes the best legal move by g + logits + sigma(q_hat) among
-    those with its target visits (the best of all where none has), the moves of walks
-    0..j-1 counted as visited once more.
+    simulations of tree b, all of one round of the schedule (each wants a move with `target`
+    visits, float [B]), NO_ACTION after them. Walk j takes the best legal move by
+    g + logits + sigma(q_hat) among those with `target` visits, the moves of walks 0..j-1
+    counted as visited once more.
 
-    Within one round of the schedule (one target) these are the moves of choosing before
-    each simulation: a walk's move has target + 1 visits after it, so it is no candidate of
-    the round's later walks, and its new value changes no other candidate's score but
-    through the moves' completed Q without visits, alike for all of them (the mixed value);
-    what does change, sigma's scale (the most visits of a move), is counted. So the round's
-    walks can go to the network in one call. Over the later rounds of a phase (forced_spans)
-    the moves are the same again whatever the values (only their order within a round may
-    differ from the sequential one).
+    The same moves as choosing before each simulation: a walk's move has target + 1 visits
+    after it, so it is no candidate of the round's later walks, and its new value changes no
+    other candidate's score but through the moves' completed Q without visits, alike for
+    all of them (the mixed value); what does change, sigma's scale (the most visits of a
+    move), is counted. So the round's walks can go to the network in one call.
     """
     if kernels.supports_tree(tree) and gumbel.device.type == "cpu":
         return kernels.gumbel_round_actions(tree, rule, gumbel, target, lengths, width)
@@ -176,7 +149,7 @@ def round_actions(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, target: torch.
     out = torch.full((tree.batch_size, width), NO_ACTION, dtype=torch.long, device=visits.device)
     for j in range(int(lengths.max())):
         walking = lengths > j
-        action = _best_with_visits(root_scores(tree, rule, gumbel, visits), visits, target[:, j], legal)
+        action = _best_with_visits(root_scores(tree, rule, gumbel, visits), visits, target, legal)
         out[:, j] = torch.where(walking, action, NO_ACTION)
         visits[rows, action] += walking.to(visits.dtype)
     return out
@@ -206,7 +179,6 @@ def gumbel_search(
     *,
     considered: int = 16,
     parallel: int = 1,
-    phases: bool = False,
     chunk: int = 32,
     on_progress: Callable[[Tree], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
@@ -217,11 +189,7 @@ def gumbel_search(
     gumbel: float [B, A], the root noise g (gumbel_noise; zeros for the best move); considered:
     m, the root moves sampled; parallel: the simulations of one round of the schedule (one
     each for several root moves) that go to the evaluator together, at most this many a tree
-    (`round_actions`: the same search as one at a time). With `phases`, the simulations that
-    go together run on to the end of what is forced (forced_spans: a phase's later rounds,
-    several walks below each root move, which count each other's visits in flight); no
-    longer the same search, as a walk does not see the values of its call's earlier walks
-    below its move. `on_progress(tree)` is called and
+    (`round_actions`: the same search as one at a time). `on_progress(tree)` is called and
     `should_stop()` asked after every `chunk` simulations (at least `parallel`); a search
     stopped early plays the best of its most visited moves.
     """
@@ -232,20 +200,17 @@ def gumbel_search(
                          f"not {simulations}, {considered}, {parallel}")
     if bool((tree.child_visits[:, ROOT] > 0).any()):
         raise ValueError("a Gumbel search starts from fresh trees (its schedule counts the root's visits from 0)")
-    table, rounds, spans = (t.to(tree.visits.device) for t in _schedule_table(considered, simulations))
-    runs = spans if phases else rounds
+    table, runs = (t.to(tree.visits.device) for t in _schedule_table(considered, simulations))
     counts = considered_counts(tree.legal[:, ROOT], considered)
-    columns = torch.arange(parallel, device=tree.visits.device)
+    done = torch.zeros(tree.batch_size, dtype=torch.long, device=tree.visits.device)  # each tree's simulations
     chunk = max(chunk, parallel)
 
     def next_root_actions(budget: torch.Tensor) -> torch.Tensor:
-        # each tree's simulations so far, from its root's visits: a walk that collided (phases)
-        # is asked again
-        done = tree.child_visits[:, ROOT].sum(dim=1).long()
         at = done.clamp(max=simulations - 1)  # (a tree with its simulations done has budget 0)
         lengths = torch.minimum(runs[counts, at], budget.to(done.device))  # what is left of each tree's round
-        targets = table[counts.unsqueeze(1), (at.unsqueeze(1) + columns).clamp(max=simulations - 1)]
-        return round_actions(tree, rule, gumbel, targets, lengths, parallel)
+        actions = round_actions(tree, rule, gumbel, table[counts, at], lengths, parallel)
+        done.add_(lengths)
+        return actions
 
     searched = 0
     while True:

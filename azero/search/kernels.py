@@ -92,6 +92,18 @@ def _select(
     q_sign, pending, raw_value, base, c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced, flight, scores,
 ):  # pragma: no cover - compiled; selection.UCB1.select, PUCT.select and Gumbel.select for one node
     actions = children.shape[1]
+    if kind == GUMBEL_KIND:  # (no pending visits: the walks of a step go below different root moves)
+        raw = raw_value[flat] * q_sign[flat]
+        total = _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, scores)
+        top = scores[_first_max(scores, actions)]
+        mass = np.float32(0.0)
+        for a in range(actions):
+            if legal[flat, a] != 0:
+                mass += np.exp(scores[a] - top)
+        for a in range(actions):  # pi'(a) - N(a) / (1 + sum N), -inf if illegal
+            if legal[flat, a] != 0:
+                scores[a] = np.exp(scores[a] - top) / mass - child_visits[flat, a] / (np.float32(1.0) + total)
+        return _first_max(scores, actions)
     # the descents in flight through each child (zeros, and the sequential scores, when none is)
     node_pending = pending[flat]
     for a in range(actions):
@@ -101,22 +113,6 @@ def _select(
             child = children[flat, a]
             if child >= 0:
                 flight[a] = pending[base + child]
-    if kind == GUMBEL_KIND:
-        raw = raw_value[flat] * q_sign[flat]
-        total = _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, scores)
-        top = scores[_first_max(scores, actions)]
-        mass = np.float32(0.0)
-        for a in range(actions):
-            if legal[flat, a] != 0:
-                mass += np.exp(scores[a] - top)
-        if node_pending > 0:  # N counts the descents in flight (selection.Gumbel.scores)
-            for a in range(actions):
-                total += flight[a]
-        for a in range(actions):  # pi'(a) - N(a) / (1 + sum N), -inf if illegal
-            if legal[flat, a] != 0:
-                n = child_visits[flat, a] + flight[a]
-                scores[a] = np.exp(scores[a] - top) / mass - n / (np.float32(1.0) + total)
-        return _first_max(scores, actions)
     n_parent = max(visits[flat] + node_pending, np.float32(1.0))
     action = 0
     if kind == UCB1_KIND:
@@ -217,6 +213,7 @@ def _gather(
         found = 0
         collided = 0
         while found < budget[b] and collided < budget[b]:
+            walk = found + collided  # (at most 2 * budget - 2 < the buffer's 2 * parallel columns)
             key = _step_key(keys[b], counter)
             counter += 1
             node = 0  # the root
@@ -227,8 +224,8 @@ def _gather(
                 flat = base + node
                 if terminal[flat]:  # a finished game: its result is the value
                     break
-                if depth == 0 and root_action[b, found] >= 0:  # chosen by the caller (Gumbel's sequential
-                    action = root_action[b, found]  # halving); a walk that collided tries its move again
+                if depth == 0 and root_action[b, walk] >= 0:  # chosen by the caller (Gumbel's sequential halving)
+                    action = root_action[b, walk]
                 else:
                     action = _select(
                         kind, virtual_loss, flat, key, depth, children, child_visits, child_value_sum, legal, prior,
@@ -404,9 +401,9 @@ class Walker:
         self.collision_rows_np, self.collision_nodes_np = self.collision_rows.numpy(), self.collision_nodes.numpy()
         self.outputs = (*(t.numpy() for t in self.leaves), self.collision_rows_np, self.collision_nodes_np, self.counts)
         self.no_value = np.zeros(0, np.float32)
-        # the j-th walk of a step of tree b that finds a leaf starts with root_action[b, j] (a walk
-        # that collides tries the same again; NO_ACTION: the rule chooses)
-        self.root_action = torch.full((batch, parallel), NO_ACTION, dtype=torch.long)
+        # walk j of a step (collisions counted) of tree b starts with root_action[b, j] (NO_ACTION:
+        # the rule chooses); a step makes at most 2 * parallel walks
+        self.root_action = torch.full((batch, 2 * parallel), NO_ACTION, dtype=torch.long)
         self.root_action_np = self.root_action.numpy()
         self.imposed = False
         # (c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced_playouts): each rule reads its own
@@ -437,10 +434,8 @@ class Walker:
 
     def gather(self, budget: torch.Tensor, root_action: torch.Tensor | None = None) -> Leaves:
         """Walk tree b `budget[b]` times (long [B]) from its root with the rule (from the
-        imposed root actions if given: long [B] for every walk, or [B, W] for the step's j-th
-        walk that finds a leaf or a finished game in column j, a walk that collides trying its
-        column again, as engine.simulate takes them), pending visits steering each walk away
-        from the earlier ones. A walk that ends at a finished game is
+        imposed root actions if given: long [B] for every walk, or [B, W] for walk j of the
+        step in column j, a walk that collides counted, as engine.simulate takes them), pending visits steering each walk away from the earlier ones. A walk that ends at a finished game is
         backed up at once; one that ends at an unexpanded edge makes the new node (the leaf);
         one that ends at a leaf of this step (a collision) only leaves its pending visits.
         Collisions count against the walks too, at most `budget[b]` of them per tree.
@@ -547,7 +542,7 @@ def _gumbel_round(
             found = False
             for a in range(actions):  # (an illegal move stays -inf whatever its noise: -inf + inf is NaN)
                 scores[a] = scores[a] + gumbel[b, a] if legal[flat, a] != 0 else -np.float32(np.inf)
-                wanted = child_visits[flat, a] == target[b, j] and legal[flat, a] != 0
+                wanted = child_visits[flat, a] == target[b] and legal[flat, a] != 0
                 found |= wanted
                 candidates[a] = scores[a] if wanted else -np.float32(np.inf)
             chosen = _first_max(candidates, actions) if found else _first_max(scores, actions)
@@ -560,8 +555,8 @@ def _gumbel_round(
 def gumbel_round_actions(tree, rule, gumbel: torch.Tensor, target: torch.Tensor, lengths: torch.Tensor,
                          width: int) -> torch.Tensor:
     """The compiled form of search.gumbel.round_actions: long [B, width], the root moves of
-    the next lengths[b] walks of tree b, walk j the best by g + logits + sigma(q_hat) among
-    the legal moves with target[b, j] (float [B, width]) visits (the best of all where none has), the
+    the next lengths[b] walks of tree b, each the best by g + logits + sigma(q_hat) among the
+    legal moves with `target` (float [B]) visits (the best of all where none has), the
     earlier walks' moves counted as visited once more; NO_ACTION after them. gumbel: float [B, A]."""
     if int(lengths.max()) > width:
         raise ValueError(f"a round of {int(lengths.max())} walks for {width} columns")

@@ -100,14 +100,13 @@ class NetworkSearch:
         return simulate(tree, self.game, self.evaluator, rule, simulations, parallel=parallel)
 
     def gumbel_search(self, states: State, keys: torch.Tensor, simulations: int, *, noise: bool,
-                      on_progress=None, should_stop=None, parallel: int = 1, phases: bool = False) -> GumbelResult:
+                      on_progress=None, should_stop=None, parallel: int = 1) -> GumbelResult:
         """Gumbel AlphaZero on fresh trees of `states` (State [B]; keys long [B]): the move and
         the improved policy of each. noise: sample the root moves with Gumbel noise (self-play),
         else consider the m moves of highest prior and play the best (evaluation, play).
         parallel: the simulations of a round of the schedule evaluated together, at most this
         many a tree (search.gumbel.gumbel_search; the same search, but for the network's
-        precision at the larger batches, NetworkEvaluator); phases: on through the forced
-        rounds of each phase (search.gumbel.forced_spans; fewer calls, not the same search)."""
+        precision at the larger batches, NetworkEvaluator)."""
         if not isinstance(self.rule, Gumbel):
             raise ValueError("gumbel_search needs NetworkSearch(algorithm='gumbel')")
         memory.check_tree_size(states.batch_size, simulations + 1,
@@ -116,6 +115,5 @@ class NetworkSearch:
         actions = self.game.num_actions
         gumbel = gumbel_noise(fold(keys, 0x6B5E), actions) if noise else torch.zeros(states.batch_size, actions)
         return gumbel_search(tree, self.game, self.evaluator, self.rule, simulations, gumbel.to(tree.prior.device),
-                             considered=self.considered_actions, parallel=parallel, phases=phases,
-                             on_progress=on_progress,
+                             considered=self.considered_actions, parallel=parallel, on_progress=on_progress,
                              should_stop=should_stop)

@@ -14,9 +14,7 @@ the pending counts of WU-UCT, Liu et al. 2020: the bonus shrinks, the mean stays
 child whose only visits are in flight is not untried (UCB1) and has no mean of its own
 without virtual loss (UCB1 counts it a draw; PUCT gives it the first-play urgency).
 Without pending visits (None, or all zero) the scores are exactly the sequential ones.
-Gumbel's rule counts pending visits as visits (the paper's rule has no values to
-lower): its walks meet only below one root move, when a call takes several rounds of
-sequential halving (search/gumbel.py's phases).
+Gumbel's search walks one leaf per tree at a time (its root schedule is sequential).
 """
 
 from __future__ import annotations
@@ -271,11 +269,8 @@ class Gumbel:
         return torch.softmax(self.logits(view), dim=1).nan_to_num_(0.0)
 
     def scores(self, view: NodeView) -> torch.Tensor:
-        """float [B, A]: pi'(a) - N(a) / (1 + sum_b N(b)), -inf for illegal actions; N counts
-        the descents in flight too (view.child_pending: the WU-UCT form, visits without values),
-        so several walks of a step below one root move spread as their visits would."""
-        visits = view.child_visits if view.child_pending is None else view.child_visits + view.child_pending
-        share = visits / (1.0 + visits.sum(dim=1, keepdim=True))
+        """float [B, A]: pi'(a) - N(a) / (1 + sum_b N(b)), -inf for illegal actions."""
+        share = view.child_visits / (1.0 + view.child_visits.sum(dim=1, keepdim=True))
         return (self.improved_policy(view) - share).masked_fill_(~view.legal, -math.inf)
 
     def select(self, view: NodeView) -> torch.Tensor:
