@@ -422,7 +422,6 @@ class Walker:
         arrays["prior"] = np.zeros((1, actions), np.float32) if tree.prior is None else _numpy(tree.prior)
         arrays["raw_value"] = np.zeros(1, np.float32) if tree.raw_value is None else _numpy(tree.raw_value)
         self.arrays = tuple(arrays[name] for name in _GATHER)
-        self.record_arrays = tuple(arrays[name] for name in _RECORD)
         self.backup_arrays = tuple(arrays[name] for name in _BACKUP)
         self.finish_arrays = tuple(arrays[name] for name in _FINISH)
         self.no_prior = np.zeros((1, actions), np.float32)  # record's prior argument when the evaluator gives none
