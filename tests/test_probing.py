@@ -65,6 +65,22 @@ def test_the_piskvork_brain_answers_absurd_numbers_and_keeps_serving():
     assert len(replies) == 6 and replies[5].count(",") == 1 and not replies[5].startswith("ERROR")
 
 
+def test_the_piskvork_brain_refuses_a_move_with_more_fields_than_x_and_y():
+    player, replies = brain()
+    player.handle("START 8")
+    for line in ("TURN 3,3,3", "PLAY 4,4,1", "TURN 3,3,", "TAKEBACK 3,3,3"):
+        player.handle(line)
+    assert replies[1:] == ["ERROR cannot read coordinates '3,3,3'; write x,y",
+                           "ERROR cannot read coordinates '4,4,1'; write x,y",
+                           "ERROR cannot read coordinates '3,3,'; write x,y",
+                           "ERROR cannot read coordinates '3,3,3'; write x,y"]
+    assert player.board == {}  # nothing of a refused line was placed
+    player.handle("BOARD")
+    for line in ("3,3,2", "4,4,1", "DONE"):  # a BOARD line keeps its third field
+        player.handle(line)
+    assert len(replies) == 6 and not replies[5].startswith("ERROR") and len(player.board) == 3
+
+
 def test_a_fault_in_the_brains_search_is_one_error_line_and_takes_the_turn_back():
     player, replies = brain(FailingEngine)
     player.handle("START 8")

@@ -95,9 +95,11 @@ class Brain:
         if self.engine is None:
             raise GameError("no game: send START first")
 
-    def _square(self, text: str) -> tuple[int, int]:
+    def _square(self, text: str, fields: int = 2) -> tuple[int, int]:
+        """The square x,y that `text` starts with; `fields` is how many comma-separated fields the
+        line has (2 for TURN, PLAY and TAKEBACK, 3 for a BOARD line's x,y,field)."""
         parts = [p.strip() for p in text.split(",")]
-        if len(parts) < 2 or not all(is_whole_number(p.removeprefix("-")) for p in parts[:2]):
+        if len(parts) != fields or not all(is_whole_number(p.removeprefix("-")) for p in parts[:2]):
             raise GameError(f"cannot read coordinates {text.strip()!r}; write x,y")
         x, y = int(parts[0]), int(parts[1])
         if not (0 <= x < self.width and 0 <= y < self.height):
@@ -227,7 +229,7 @@ class Brain:
                 parts = [p.strip() for p in line.split(",")]
                 if len(parts) != 3 or parts[2] not in ("1", "2", "3"):
                     raise GameError(f"cannot read board line {line!r}; write x,y,field with field 1, 2 or 3")
-                self._place(self._square(line), 1 if parts[2] == "1" else 2)
+                self._place(self._square(line, fields=3), 1 if parts[2] == "1" else 2)
             self._move()
         except BaseException:
             self.board = saved
