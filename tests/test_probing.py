@@ -171,12 +171,17 @@ def test_the_analysis_engine_refuses_what_json_lacks_and_quits_only_when_told_pl
                   '{"id": 2, "top": ' + "9" * 5000 + "}", '{"id": 3, "quit": "no"}', '{"id": 4, "quit": 1}',
                   '{"id": 5, "quit": true, "moves": []}', '{"id": 6, "quit": false}', '{"id": 1e400}',
                   '{"id": 7, "quit": true}', '{"id": 8}')
-    assert [r["id"] for r in replies] == [None, None, None, 3, 4, 5, 6, None, 7]  # nothing read after the quit
+    # a number it refuses does not hide the id (a client matches replies by it); nothing read after the quit
+    assert [r["id"] for r in replies] == [None, 1, 2, 3, 4, 5, 6, None, 7]
     assert "NaN is not a number" in replies[0]["error"] and "Infinity" in replies[1]["error"]
     assert "too many digits" in replies[2]["error"] and "1e400 is too large" in replies[7]["error"]
     assert all("true" in r["error"] for r in replies[3:6]) and "best_move" in replies[6]
     assert replies[8] == {"id": 7, "quit": True}
     assert all("internal error" not in r.get("error", "") for r in replies)
+    nested = ask(Engine(games.make("tictactoe"), "random"), '{"id": "a", "moves": [1e309], "top": 2}',
+                 '{"id": {"k": [NaN]}, "top": 1}', '[1e309]', '{"id": "b", "moves": ["b2"], "top": 1}')
+    assert [r["id"] for r in nested] == ["a", None, None, "b"] and "1e309 is too large" in nested[0]["error"]
+    assert "a request is a JSON object" in nested[2]["error"] and nested[3]["best_move"]
 
 
 def test_a_refused_return_to_the_game_leaves_the_variation_and_the_board_working(board):

@@ -50,31 +50,72 @@ def answer(engine: Engine, request: dict) -> dict:
     return {"to_play": "first" if session.to_play == 0 else "second", **info}
 
 
-def _no_constant(name: str):
-    raise UserError(f"{name} is not a number a request may hold (JSON has no {name})")
+MAX_DIGITS = 4300  # Python's own limit for int() of a text; no request needs a longer number
 
 
-def _finite(text: str) -> float:
+class _Refused:
+    """A number JSON may write but a request may not hold (NaN, Infinity, 1e400, 5,000
+    digits), kept where it stood while the request's id is read, then refused: the error
+    reply carries the id like any other."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str):
+        self.message = message
+
+
+def _constant(name: str) -> _Refused:
+    return _Refused(f"{name} is not a number a request may hold (JSON has no {name})")
+
+
+def _float(text: str) -> float | _Refused:
     value = float(text)
-    if not math.isfinite(value):
-        raise UserError(f"{text} is too large a number for a request")
-    return value
+    return value if math.isfinite(value) else _Refused(f"{text} is too large a number for a request")
+
+
+def _int(text: str) -> int | _Refused:
+    if len(text) > MAX_DIGITS:
+        return _Refused("cannot read request as JSON: a number with too many digits")
+    return int(text)
+
+
+def _first_refused(value) -> _Refused | None:
+    """The first refused number anywhere in a parsed JSON value (None: none), without recursion."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Refused):
+            return item
+        if isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return None
+
+
+class RequestError(UserError):
+    """A request refused after its id was read: the reply echoes `request_id`."""
+
+    def __init__(self, message: str, request_id=None):
+        super().__init__(message)
+        self.request_id = request_id
 
 
 def read_request(line: str) -> dict:
-    """One request line as a dict; UserError saying why it cannot be one."""
+    """One request line as a dict; UserError saying why it cannot be one (a RequestError
+    carrying the id where the line is an object with a readable id)."""
     try:
-        request = json.loads(line, parse_constant=_no_constant, parse_float=_finite)
+        request = json.loads(line, parse_constant=_constant, parse_float=_float, parse_int=_int)
     except json.JSONDecodeError as error:
         raise UserError(f"cannot read request as JSON: {error.msg} at column {error.colno}") from None
     except RecursionError:
         raise UserError("cannot read request as JSON: nested too deeply") from None
-    except UserError:  # (_no_constant's)
-        raise
-    except ValueError:  # json reads integers with int(), which refuses over 4,300 digits
-        raise UserError("cannot read request as JSON: a number with too many digits") from None
+    refused = _first_refused(request)
     if not isinstance(request, dict):
         raise UserError("a request is a JSON object, e.g. {\"id\": 1, \"moves\": []}")
+    if refused is not None:
+        request_id = request.get("id")
+        raise RequestError(refused.message, None if _first_refused(request_id) else request_id)
     return request
 
 
@@ -96,7 +137,7 @@ def serve(engine: Engine, source: TextIO, sink: TextIO) -> int:
                 return 0
             reply = {"id": request_id, **answer(engine, request)}
         except (UserError, GameError) as error:
-            reply = {"id": request_id, "error": str(error)}
+            reply = {"id": getattr(error, "request_id", request_id), "error": str(error)}
         except Exception as error:  # a bug must not end the engine either
             reply = {"id": request_id, "error": internal_error(error)}
         sink.write(json.dumps(reply) + "\n")
