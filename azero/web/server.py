@@ -5,7 +5,8 @@ board with its coordinates and a colour heat map, the win-rate graph of the whol
 through the game and playing variations, SGF files, live analysis that deepens while you think.
 It polls GET /api/state; everything else is one request each. POST bodies are JSON objects sent
 with `Content-Type: application/json`; the API answers JSON (the SGF file aside), and a refused
-request answers 400 with {"error": "one readable sentence"} and changes nothing.
+request (a bad value, a key it does not take) answers 400 with {"error": "one readable sentence"}
+and changes nothing.
 
     GET  /api/state     the snapshot the page draws (Gui.snapshot: board, moves, ply, analysis, graph, settings)
     GET  /api/sgf       the game shown as an SGF file (400 for a game without an SGF type)
@@ -47,6 +48,8 @@ PAGE_HEADERS = {
 }
 STATIC = {"/": ("index.html", "text/html"), "/style.css": ("style.css", "text/css"),
           **{f"/{name}": (name, "text/javascript") for name in ("app.js", "board.js", "graph.js")}}
+# the keys each POST takes (/api/new and /api/settings name their unknown keys themselves)
+KEYS = {"/api/move": {"action"}, "/api/undo": set(), "/api/goto": {"ply", "main_line"}, "/api/sgf": {"sgf"}}
 
 
 def make_handler(gui: Gui):
@@ -145,6 +148,10 @@ def make_handler(gui: Gui):
             except (ValueError, RecursionError):
                 return self._json(400, {"error": "the request body must be a JSON object"})
             try:
+                unknown = sorted(set(data) - KEYS.get(self.path, set(data)))
+                if unknown:
+                    known = ", ".join(sorted(KEYS[self.path])) or "none"
+                    raise GameError(f"unknown key {unknown[0]} for {self.path}; its keys: {known}")
                 if self.path == "/api/move":
                     action = data.get("action")
                     if isinstance(action, bool) or not isinstance(action, int):
