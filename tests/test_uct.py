@@ -249,17 +249,23 @@ def test_player_specs_parse_and_errors_are_clear():
     assert make("uct:100:parallel=auto", game).spec == "uct:100"
 
 
-def test_a_network_players_name_shows_the_options_that_change_its_play():
+def test_a_network_players_name_shows_the_options_that_change_its_play(tmp_path):
     # a match's table tells its two players apart (e.g. leaf parallelism with and without virtual loss)
+    from azero.checkpoint import atomic_save, network_checkpoint
     from azero.players.az import AZPlayer
     from networks import small_net
 
     game = games.make("tictactoe")
     net = small_net(game)
     assert AZPlayer(game, net, 800).spec == "az:sims=800"
-    options = dict(c_init=2.0, precision="float32", virtual_loss=False)
+    options = dict(c_init=2.0, precision="float32", virtual_loss=True)
     assert AZPlayer(game, net, 800, parallel=8, seconds=1.5, **options).spec == (
-        "az:sims=800,c_init=2,precision=float32,parallel=8,virtual_loss=false,seconds=1.5")
+        "az:sims=800,c_init=2,precision=float32,parallel=8,virtual_loss=true,seconds=1.5")
+    # the network search counts leaves in flight as visits only unless told otherwise; UCT as lost visits
+    atomic_save(network_checkpoint(net, game, 1), tmp_path / "net.pt")
+    assert make(f"az:{tmp_path / 'net.pt'}:sims=800,virtual_loss=false", game).spec == "az@1:sims=800"
+    assert make(f"az:{tmp_path / 'net.pt'}:sims=800,virtual_loss=true", game).spec == "az@1:sims=800,virtual_loss=true"
+    assert AZPlayer(game, net, 800).searcher.rule.virtual_loss is False and make("uct:100", game).rule.virtual_loss
     assert AZPlayer(game, net, 64, algorithm="gumbel").spec == "az:sims=64,algorithm=gumbel"
     assert AZPlayer(game, net, 64, algorithm="gumbel", considered_actions=4, c_visit=50.0, c_scale=0.1).spec == (
         "az:sims=64,algorithm=gumbel,considered=4,c_scale=0.1")

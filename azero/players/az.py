@@ -25,7 +25,7 @@ from ..search import Tree, choose, search_with_budget
 from ..search.gumbel import chosen_action, deadline_stop
 from ..search.network_search import ALGORITHMS, NetworkSearch
 from ..search.tree import tree_bytes
-from .spec import (PARALLEL, SECONDS, SEED, SPARE_TREE_BYTES, VIRTUAL_LOSS, PlayerEntry, PlayerSpec,
+from .spec import (NETWORK_VIRTUAL_LOSS, PARALLEL, SECONDS, SEED, SPARE_TREE_BYTES, PlayerEntry, PlayerSpec,
                    leaves_per_step)
 
 ARGUMENT = Option(None, str, metavar="CHECKPOINT", help="a checkpoint path")
@@ -42,7 +42,7 @@ OPTIONS = {
     "precision": Option("auto", str, choices=PRECISIONS, noun="precision",
                         help="the network's arithmetic, as search.precision in train.py --help-config"),
     "parallel": PARALLEL,
-    "virtual_loss": VIRTUAL_LOSS,
+    "virtual_loss": NETWORK_VIRTUAL_LOSS,
     "seconds": SECONDS,
     "seed": SEED,
 }
@@ -76,7 +76,7 @@ class AZPlayer(Player):
                 self.spec += f",{option}={value:g}" if value != getattr(defaults, key) else ""
         self.spec += f",precision={precision}" if precision != OPTIONS["precision"].default else ""
         self.spec += f",parallel={self.parallel}" if self.parallel != "auto" else ""
-        self.spec += ",virtual_loss=false" if not search_options.get("virtual_loss", VIRTUAL_LOSS.default) else ""
+        self.spec += ",virtual_loss=true" if search_options.get("virtual_loss", NETWORK_VIRTUAL_LOSS.default) else ""
         self.spec += f",seconds={seconds:g}" if seconds else ""
         self.seconds = seconds
         self._spare: Tree | None = None  # the last timed search's tree, whose memory the next one reuses

@@ -72,7 +72,7 @@ class NetworkSearch:
 
     def __init__(self, game: Game, net: PolicyValueNet, *, device="cpu", algorithm="puct", c_init=1.25,
                  c_base=19652.0, fpu_reduction=0.0, considered_actions=16, c_visit=50.0, c_scale=1.0,
-                 precision="auto", virtual_loss=True, forced_playouts=0.0):
+                 precision="auto", virtual_loss=False, forced_playouts=0.0):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"unknown search algorithm {algorithm!r}; choose one of: {', '.join(ALGORITHMS)}")
         self.game, self.algorithm = game, algorithm

@@ -10,7 +10,10 @@ before any of the leaves it found is evaluated, and the node view then carries t
 descents still in flight (`pending`, `child_pending`). UCB1 and PUCT count them two ways:
 as visits that lost (`virtual_loss=True`, as KataGo's search threads do: the child's
 mean drops and its exploration bonus shrinks) or as visits only (`virtual_loss=False`,
-the pending counts of WU-UCT, Liu et al. 2020: the bonus shrinks, the mean stays). A
+the pending counts of WU-UCT, Liu et al. 2020: the bonus shrinks, the mean stays). UCB1
+counts them as lost by default, PUCT as visits only: with a network, virtual loss cost
+30-150 Elo at equal simulations where the pending-count form kept the sequential
+search's strength (docs/BENCHMARKS.md, "One game at full speed"). A
 child whose only visits are in flight is not untried (UCB1) and has no mean of its own
 without virtual loss (UCB1 counts it a draw; PUCT gives it the first-play urgency).
 Without pending visits (None, or all zero) the scores are exactly the sequential ones.
@@ -136,7 +139,7 @@ class PUCT:
     c_init: float = 1.25
     c_base: float = 19652.0
     fpu_reduction: float = 0.0
-    virtual_loss: bool = True
+    virtual_loss: bool = False
     forced_playouts: float = 0.0
     uses_prior = True
     uses_uniform = False
