@@ -507,7 +507,9 @@ def test_az_player_searches_as_its_checkpoint_or_its_spec_says(tmp_path):
     assert make(f"az:{old}:sims=8", TTT).searcher.algorithm == "puct"
     player = make(f"az:{gumbel}:sims=8", TTT)
     assert player.searcher.algorithm == "gumbel" and player.searcher.considered_actions == 4
-    assert make(f"az:{gumbel}:sims=8,algorithm=puct", TTT).searcher.algorithm == "puct"
+    puct = make(f"az:{gumbel}:sims=8,algorithm=puct", TTT)
+    assert puct.searcher.algorithm == "puct" and puct.spec == "az@2:sims=8,algorithm=puct"  # not as trained
+    assert make(f"az:{old}:sims=8,algorithm=puct", TTT).spec == "az@1:sims=8"
     player = make(f"az:{old}:sims=8,algorithm=gumbel,considered=3,c_scale=0.5", TTT)
     assert player.searcher.rule == Gumbel(c_visit=50.0, c_scale=0.5) and player.searcher.considered_actions == 3
     analysis = player.analyse(TTT.initial_state(2))

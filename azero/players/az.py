@@ -54,17 +54,22 @@ class AZPlayer(Player):
     best of the most visited of the m moves of highest prior); no noise.
 
     search_options: NetworkSearch's keywords (algorithm, c_init, considered_actions, ...).
+    trained_with: the algorithm of the checkpoint's training; the name shows any other.
     """
 
     def __init__(self, game: Game, net: PolicyValueNet, simulations: int = 200, *, device="cpu", seed=0,
-                 name: str = "az", parallel: str | int = "auto", seconds: float | None = None, **search_options):
+                 name: str = "az", parallel: str | int = "auto", seconds: float | None = None,
+                 trained_with: str = "puct", **search_options):
         super().__init__(game, seed)
         self.simulations = read_option("az: option sims", OPTIONS["sims"], simulations, error=UserError)
         self.parallel = read_option("az: option parallel", OPTIONS["parallel"], str(parallel), error=UserError)
         self.searcher = NetworkSearch(game, net, device=device, **search_options)
         self.widest = NETWORK_LEAVES.get(torch.device(device).type, 128)
         algorithm = self.searcher.algorithm
-        self.spec = f"{name}:sims={simulations}" + (f",algorithm={algorithm}" if algorithm != "puct" else "")
+        # the algorithm is named unless it is PUCT and the checkpoint's own (trained_with): a Gumbel
+        # checkpoint searched with PUCT must not read as searched the way it was trained
+        named = algorithm != "puct" or algorithm != trained_with
+        self.spec = f"{name}:sims={simulations}" + (f",algorithm={algorithm}" if named else "")
         # the options that change how it plays, as the spec would give them (a match's two names differ)
         c_init = search_options.get("c_init", OPTIONS["c_init"].default)
         precision = search_options.get("precision", OPTIONS["precision"].default)
@@ -167,7 +172,7 @@ def build(game: Game, path: str, options: dict, *, device, seed) -> AZPlayer:
                     considered_actions=given("considered", "considered_actions"),
                     c_visit=given("c_visit", "c_visit"), c_scale=given("c_scale", "c_scale"),
                     precision=options["precision"], parallel=options["parallel"],
-                    virtual_loss=options["virtual_loss"], seconds=options["seconds"])
+                    virtual_loss=options["virtual_loss"], seconds=options["seconds"], trained_with=saved["algorithm"])
 
 
 def checkpoint_search(data: dict) -> dict:
