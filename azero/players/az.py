@@ -68,7 +68,7 @@ class AZPlayer(Player):
         algorithm = self.searcher.algorithm
         # the algorithm is named unless it is PUCT and the checkpoint's own (trained_with): a Gumbel
         # checkpoint searched with PUCT must not read as searched the way it was trained
-        named = algorithm != "puct" or algorithm != trained_with
+        named = algorithm != "puct" or trained_with != "puct"
         self.spec = f"{name}:sims={simulations}" + (f",algorithm={algorithm}" if named else "")
         # the options that change how it plays, as the spec would give them (a match's two names differ)
         c_init = search_options.get("c_init", OPTIONS["c_init"].default)
