@@ -110,9 +110,9 @@ def read_request(line: str) -> dict:
         raise UserError(f"cannot read request as JSON: {error.msg} at column {error.colno}") from None
     except RecursionError:
         raise UserError("cannot read request as JSON: nested too deeply") from None
-    refused = _first_refused(request)
     if not isinstance(request, dict):
         raise UserError("a request is a JSON object, e.g. {\"id\": 1, \"moves\": []}")
+    refused = _first_refused(request)
     if refused is not None:
         request_id = request.get("id")
         raise RequestError(refused.message, None if _first_refused(request_id) else request_id)

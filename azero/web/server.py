@@ -148,7 +148,7 @@ def make_handler(gui: Gui):
             except (ValueError, RecursionError):
                 return self._json(400, {"error": "the request body must be a JSON object"})
             try:
-                unknown = sorted(set(data) - KEYS.get(self.path, set(data)))
+                unknown = sorted(set(data) - KEYS[self.path]) if self.path in KEYS else []
                 if unknown:
                     known = ", ".join(sorted(KEYS[self.path])) or "none"
                     raise GameError(f"unknown key {unknown[0]} for {self.path}; its keys: {known}")
