@@ -81,6 +81,10 @@ class SelfPlayConfig:
                                      "search.simulations (with root noise) and used as policy targets; the others "
                                      "get search.cheap_simulations, no noise, and train the value only "
                                      "(KataGo: 0.25; 1 = off)", low=0.01, high=1)
+    search_value_weight: float = _f(0.0, "the value target mixes in the search's value of each position: "
+                                    "(1 - w) * the game's outcome + w * the root value of the search made "
+                                    "there (0 = the outcome alone, as AlphaZero; 0.5 = the average of the "
+                                    "two, Oracle's Connect Four lessons)", low=0, high=1)
 
 
 @dataclass

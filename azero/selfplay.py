@@ -31,6 +31,11 @@ KataGo's training signals (Wu 2019), each a switch of the config:
 * Forced playouts (`search.forced_playouts` = k > 0, PUCT only): in full searches the root gives
   each visited move its forced visits, and the policy target (and the move chosen) takes them out
   again (search/forced.py).
+* The search's value in the value target (`selfplay.search_value_weight` = w > 0): each
+  position's value target is (1 - w) * the game's outcome + w * the root value of the search
+  made there (the mean of its root children's values, the mover's view), as Oracle's Connect
+  Four lessons (Abrams 2018) averaged the two: the outcome is unbiased but noisy (one game,
+  and early moves sampled), the search's value less noisy but biased by the network.
 * Auxiliary targets: a finished game's ownership of each point and its final margin
   (games with `has_ownership` / `has_score`), from each position's player to move's view,
   and the next position's policy target as the opponent-reply target; each recorded only
@@ -65,7 +70,8 @@ class Samples:
     policy:          float [n, A]        the search's policy: visit distribution (PUCT, pruned of forced
                                          playouts) or improved policy (Gumbel)
     legal:           bool  [n, A]
-    value:           float [n]           outcome from the view of the player to move, in [-1, 1]
+    value:           float [n]           outcome from the view of the player to move, in [-1, 1] (with the
+                                         search's value mixed in under `selfplay.search_value_weight`)
     policy_weight:   float [n]           1 where `policy` is a target (a full search), 0 after a cheap search
     ownership:       int8  [n, H, W]     the final owner of each point, player to move's view (+1: that player's);
                                          0 in games without ownership
@@ -175,7 +181,8 @@ class SelfPlayStats:
 
 
 def game_samples(game: Game, final: State, planes: torch.Tensor, policy: torch.Tensor, policy_weight: torch.Tensor,
-                 legal: torch.Tensor, to_play: torch.Tensor, fields: list[str] | None = None) -> Samples:
+                 legal: torch.Tensor, to_play: torch.Tensor, fields: list[str] | None = None,
+                 search_value: torch.Tensor | None = None, search_value_weight: float = 0.0) -> Samples:
     """The samples of one finished game: its n positions' records and targets from its end.
 
     final: State [1], the finished position; planes uint8 [n, C, H, W], policy float [n, A],
@@ -183,6 +190,10 @@ def game_samples(game: Game, final: State, planes: torch.Tensor, policy: torch.T
     The value, ownership and score come from `final`, each turned to the view of the
     position's player to move; the opponent's reply of position t is position t + 1's target.
     Of the auxiliary targets, only those in `fields` (by default all) are built.
+    search_value: float [n], the root value of the search at each position (the mover's view;
+    NaN where not recorded, as in games in progress when a run from before it resumed); the
+    value target is (1 - search_value_weight) * outcome + search_value_weight * search_value
+    where it is recorded, the outcome elsewhere.
     """
     wanted = set(HEAD_FIELDS) if fields is None else set(fields)
     sign = player_sign(to_play)
@@ -195,7 +206,11 @@ def game_samples(game: Game, final: State, planes: torch.Tensor, policy: torch.T
     if "opponent_policy" in wanted:
         opponent_policy, opponent_weight = torch.zeros_like(policy), torch.zeros_like(policy_weight)
         opponent_policy[:-1], opponent_weight[:-1] = policy[1:], policy_weight[1:]  # none after the last move
-    return Samples(planes, policy, legal, result * sign.float(), policy_weight=policy_weight, ownership=ownership,
+    value = result * sign.float()
+    if search_value_weight > 0 and search_value is not None:
+        mixed = (1.0 - search_value_weight) * value + search_value_weight * search_value.to(value.dtype)
+        value = torch.where(torch.isfinite(search_value), mixed, value)
+    return Samples(planes, policy, legal, value, policy_weight=policy_weight, ownership=ownership,
                    score=score, opponent_policy=opponent_policy, opponent_weight=opponent_weight)
 
 
@@ -214,6 +229,7 @@ class SelfPlay:
         self.fields = stored_fields(net.config)  # the auxiliary targets its network has heads for
         self.batch = selfplay.games
         self.full_search_fraction = selfplay.full_search_fraction
+        self.search_value_weight = selfplay.search_value_weight
         if self.full_search_fraction < 1 and not 1 <= search.cheap_simulations < search.simulations:
             raise ValueError("search.cheap_simulations must be at least 1 and fewer than search.simulations")
         self.searcher = NetworkSearch(game, net, device=device, algorithm=search.algorithm, c_init=search.c_init,
@@ -240,6 +256,7 @@ class SelfPlay:
         self.policy_weight = torch.zeros(b, max_len)
         self.legal = torch.zeros(b, max_len, game.num_actions, dtype=torch.bool)
         self.to_play = torch.zeros(b, max_len, dtype=torch.long)
+        self.search_value = torch.full((b, max_len), float("nan"))  # the root value of each move's search
         self.tree = None
         self.root_legal = None  # the roots' legal moves when there is no one tree (Gumbel with cheap searches)
 
@@ -253,10 +270,10 @@ class SelfPlay:
             return torch.ones(self.batch, dtype=torch.bool)
         return uniform(fold(keys, 0xCA9), (self.batch, 1)).squeeze(1) < self.full_search_fraction
 
-    def _search(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _search(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Search all positions; returns the policy target float [B, A] (PUCT: the visits with
-        forced playouts taken out of full searches), the move to play long [B], and which
-        searches were full, bool [B]."""
+        forced playouts taken out of full searches), the move to play long [B], which
+        searches were full, bool [B], and the searches' root values float [B] (the mover's view)."""
         config = self.search_cfg
         keys = self._keys()
         if self.gumbel:
@@ -285,9 +302,10 @@ class SelfPlay:
             pruned = prune_forced_visits(visits, tree.child_value_sum[:, 0], tree.prior[:, 0], tree.visits[:, 0],
                                          k=config.forced_playouts, c_init=config.c_init, c_base=config.c_base)
             visits = torch.where(full.unsqueeze(1), pruned, visits)
-        return visits / visits.sum(dim=1, keepdim=True).clamp(min=1), self._choose(visits), full
+        return (visits / visits.sum(dim=1, keepdim=True).clamp(min=1), self._choose(visits), full,
+                tree.root_value().cpu())
 
-    def _gumbel_search(self, keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _gumbel_search(self, keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """`_search` by Gumbel AlphaZero: fresh trees, the improved policy as the target; under
         playout cap randomization the cheap moves get Gumbel's search with fewer simulations
         (its Gumbel sample is also how it chooses the move, so they keep it)."""
@@ -295,8 +313,9 @@ class SelfPlay:
         if bool(full.all()):
             result = self.searcher.gumbel_search(self.states, keys, config.simulations, noise=True)
             self.tree = result.tree
-            return result.policy, result.action, full
+            return result.policy, result.action, full, result.tree.root_value().cpu()
         policy = torch.zeros(self.batch, self.game.num_actions)
+        value = torch.zeros(self.batch)
         action = torch.zeros(self.batch, dtype=torch.long)
         legal = torch.zeros(self.batch, self.game.num_actions, dtype=torch.bool)
         for rows, simulations in ((full.nonzero().squeeze(1), config.simulations),
@@ -306,9 +325,10 @@ class SelfPlay:
                                                      noise=True)
                 policy[rows], action[rows] = result.policy.to(policy.device), result.action.to(action.device)
                 legal[rows] = result.tree.legal[:, 0].to(legal.device)
+                value[rows] = result.tree.root_value().cpu()
         self.tree = None
         self.root_legal = legal
-        return policy, action, full
+        return policy, action, full, value
 
     def _choose(self, visits: torch.Tensor) -> torch.Tensor:
         """Temperature 1 (in proportion to visits) early in each game, then the most visited."""
@@ -324,7 +344,7 @@ class SelfPlay:
     def step(self) -> tuple[Samples | None, list[tuple[int, int]]]:
         """Play one move in every game; returns the samples of finished games and (result, length) of each."""
         game, b = self.game, self.batch
-        policy, action, full = self._search()
+        policy, action, full, value = self._search()
         rows = torch.arange(b)
         slot = self.length.clamp(max=self.max_len - 1)
         self.planes[rows, slot] = game.encode(self.states).to(torch.uint8)
@@ -332,6 +352,7 @@ class SelfPlay:
         self.policy_weight[rows, slot] = full.float()
         self.legal[rows, slot] = self.root_legal if self.tree is None else self.tree.legal[:, 0]
         self.to_play[rows, slot] = self.states.to_play
+        self.search_value[rows, slot] = value
         self.length += 1
         self.states = game.step(self.states, action)
         if self.reuse_tree:
@@ -361,7 +382,8 @@ class SelfPlay:
             n = int(self.length[slot])
             parts.append(game_samples(game, final[i], self.planes[slot, :n].clone(), self.policy[slot, :n].clone(),
                                       self.policy_weight[slot, :n].clone(), self.legal[slot, :n].clone(),
-                                      self.to_play[slot, :n], self.fields))
+                                      self.to_play[slot, :n], self.fields, self.search_value[slot, :n],
+                                      self.search_value_weight))
             outcomes.append((int(result[i]), n))
         fresh = self.game.initial_state(finished.numel())
         self.states.put_(finished, fresh)
@@ -411,6 +433,7 @@ class SelfPlay:
             "policy_weight": self.policy_weight.clone(),
             "legal": self.legal.clone(),
             "to_play": self.to_play.clone(),
+            "search_value": self.search_value.clone(),
             "rng": _rng_state(self.rng),
         }
 
@@ -422,6 +445,8 @@ class SelfPlay:
             setattr(self, key, data[key])
         # (runs saved before playout cap randomization: every search was a full one)
         self.policy_weight = data.get("policy_weight", torch.ones(self.policy.shape[:2]))
+        # (runs saved before the search's value was recorded: NaN, their games in progress train on the outcome)
+        self.search_value = data.get("search_value", torch.full(self.policy.shape[:2], float("nan")))
         self.rng = _rng_from_state(data["rng"])
         self.tree = None
 

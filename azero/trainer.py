@@ -68,8 +68,12 @@ def score_target(margin: torch.Tensor, limit: int) -> torch.Tensor:
 
 
 def wdl_target(value: torch.Tensor) -> torch.Tensor:
-    """float [n] outcomes (+1 win, 0 draw, -1 loss) -> long [n] classes of the WDL head (0 win, 1 draw, 2 loss)."""
-    return torch.where(value > 0.5, 0, torch.where(value < -0.5, 2, 1))
+    """float [n] value targets in [-1, 1] -> float [n, 3] probabilities of the WDL head's classes
+    (win, draw, loss): an outcome (+1, 0, -1) is its class; a value between them, as the
+    search's value mixed in (`selfplay.search_value_weight`) gives, is the distribution with
+    that mean and no more decided than it must be: win max(v, 0), draw 1 - |v|, loss max(-v, 0)."""
+    value = value.clamp(-1.0, 1.0)
+    return torch.stack([value.clamp(min=0.0), 1.0 - value.abs(), (-value).clamp(min=0.0)], dim=1)
 
 
 def _weighted_mean(per_sample: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

@@ -1,6 +1,7 @@
 """KataGo's training signals (Wu 2019), each by its own arithmetic: playout cap randomization,
 forced playouts and policy target pruning, ownership and score targets, the opponent-reply
-target, the win/draw/loss value, global pooling; and that checkpoints, the frozen and the int8
+target, the win/draw/loss value, global pooling, and the search's value mixed into the value
+target (Oracle's Connect Four lessons); and that checkpoints, the frozen and the int8
 modules keep working with the new heads."""
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def test_cheap_searches_have_their_simulations_no_noise_and_no_policy_target():
         "selfplay.full_search_fraction=0.25", "search.reuse_tree=false"])
     net = small_net(TTT)
     selfplay = SelfPlay(TTT, net, config.search, config.selfplay, seed=3)
-    policy, _, full = selfplay._search()
+    policy, _, full, _ = selfplay._search()
     assert torch.equal(selfplay.tree.root_visits().sum(dim=1), torch.where(full, 12.0, 3.0))
     assert torch.allclose(policy.sum(dim=1), torch.ones(64))
     assert 4 <= int(full.sum()) <= 30  # about a quarter of 64 (binomial: 16 +- 3.5)
@@ -130,7 +131,7 @@ def test_gumbel_self_play_gives_cheap_moves_a_smaller_gumbel_search():
         return search(states, keys, simulations, **kwargs)
 
     selfplay.searcher.gumbel_search = recorded
-    policy, action, full = selfplay._search()
+    policy, action, full, _ = selfplay._search()
     assert calls == [(int(full.sum()), 16), (int((~full).sum()), 4)]
     assert torch.allclose(policy.sum(dim=1), torch.ones(32))
     selfplay.step()  # the same move again, now recorded with the roots' legal moves
@@ -237,7 +238,7 @@ def test_self_play_targets_take_the_forced_visits_out():
         net.policy_fc.weight.zero_()
         net.policy_fc.bias.copy_(torch.eye(9)[4] * 3.0)
     selfplay = SelfPlay(TTT, net, config.search, config.selfplay, seed=1)
-    policy, action, _ = selfplay._search()
+    policy, action, _, _ = selfplay._search()
     tree = selfplay.tree
     raw = tree.root_visits()
     target = prune_forced_visits(raw, tree.child_value_sum[:, 0], tree.prior[:, 0], tree.visits[:, 0], k=2.0)
@@ -395,7 +396,7 @@ def test_auxiliary_losses_are_zero_only_when_the_heads_predict_their_targets():
 def test_the_wdl_value_is_p_win_minus_p_loss():
     logits = torch.log(torch.tensor([[0.6, 0.1, 0.3], [0.2, 0.5, 0.3]]))
     assert torch.allclose(wdl_value(logits), torch.tensor([0.3, -0.1]))
-    assert wdl_target(torch.tensor([1.0, 0.0, -1.0])).tolist() == [0, 1, 2]
+    assert torch.equal(wdl_target(torch.tensor([1.0, 0.0, -1.0])), torch.eye(3))
 
 
 def test_the_wdl_loss_of_a_draw_is_minus_log_p_draw():
@@ -410,6 +411,75 @@ def test_the_wdl_loss_of_a_draw_is_minus_log_p_draw():
     assert math.isclose(float(losses(net, draws)["value"].detach()), math.log(2), rel_tol=1e-5)
     wins = Samples(draws.planes, draws.policy, draws.legal, torch.ones(2))
     assert math.isclose(float(losses(net, wins)["value"].detach()), math.log(4), rel_tol=1e-5)
+
+
+# -- the search's value in the value target ------------------------------------------------------------------
+
+
+def test_the_value_target_mixes_the_outcome_and_the_searchs_value_where_it_was_recorded():
+    state = TTT.initial_state(1)
+    for action in (0, 3, 1, 4, 2):  # the first player wins on the top row
+        state = TTT.step(state, torch.tensor([action]))
+    n = 4
+    planes = torch.zeros(n, TTT.num_planes, 3, 3, dtype=torch.uint8)
+    policy, legal = torch.full((n, 9), 1 / 9), torch.ones(n, 9, dtype=torch.bool)
+    to_play = torch.tensor([0, 1, 0, 1])
+    searched = torch.tensor([0.2, -0.4, float("nan"), -0.9])  # the third not recorded (a resumed old run)
+    outcome = game_samples(TTT, state, planes, policy, torch.ones(n), legal, to_play, search_value=searched)
+    assert outcome.value.tolist() == [1.0, -1.0, 1.0, -1.0]  # weight 0: the outcome alone, as AlphaZero
+    mixed = game_samples(TTT, state, planes, policy, torch.ones(n), legal, to_play, search_value=searched,
+                         search_value_weight=0.25)
+    assert torch.allclose(mixed.value, torch.tensor([0.8, -0.85, 1.0, -0.975]))
+
+
+def test_self_play_trains_the_value_on_the_root_value_of_the_search_it_made():
+    state = TTT.initial_state(1)
+    for action in (0, 3, 1, 4):  # X to move: 2 wins at once (and O threatens 5)
+        state = TTT.step(state, torch.tensor([action]))
+    values = {}
+    for weight in (0.0, 1.0):
+        config = load_config(game="tictactoe", overrides=[
+            "selfplay.games=1", "search.simulations=200", "search.temperature_moves=0",
+            f"selfplay.search_value_weight={weight}"])
+        selfplay = SelfPlay(TTT, small_net(TTT), config.search, config.selfplay, seed=0)
+        selfplay.states = state.clone()
+        samples, outcomes = selfplay.step()
+        assert outcomes == [(1, 1)]  # X played the win; the one position of this game is X's
+        values[weight] = float(samples.value[0])
+    assert values[0.0] == 1.0
+    # the search's value of a won position: most visits go to the win (+1), a few elsewhere
+    assert 0.5 < values[1.0] < 1.0
+
+
+def test_the_recorded_search_values_survive_a_resume_and_older_saves_load_without_them():
+    config = load_config(game="tictactoe", overrides=["selfplay.games=4", "search.simulations=8",
+                                                      "selfplay.search_value_weight=0.5"])
+    selfplay = SelfPlay(TTT, small_net(TTT), config.search, config.selfplay, seed=1)
+    for _ in range(3):
+        selfplay.step()
+    saved = selfplay.state_dict()
+    resumed = SelfPlay(TTT, small_net(TTT), config.search, config.selfplay, seed=1)
+    resumed.load_state_dict(saved)
+    assert torch.equal(resumed.search_value[:, :3], selfplay.search_value[:, :3])
+    assert bool(torch.isfinite(resumed.search_value[:, :3]).all())
+    del saved["search_value"]
+    resumed.load_state_dict(saved)
+    assert bool(torch.isnan(resumed.search_value).all())  # their games train on the outcome
+
+
+def test_the_wdl_target_of_a_mixed_value_is_the_least_decided_distribution_with_that_mean():
+    target = wdl_target(torch.tensor([0.5, -0.25, 0.0, 1.0]))
+    assert torch.allclose(target, torch.tensor([[0.5, 0.5, 0.0], [0.0, 0.75, 0.25], [0.0, 1.0, 0.0],
+                                                [1.0, 0.0, 0.0]]))
+    assert torch.allclose(target[:, 0] - target[:, 2], torch.tensor([0.5, -0.25, 0.0, 1.0]))
+    net = small_net(TTT, value_head="wdl")
+    with torch.no_grad():  # the head says win 1/4, draw 1/2, loss 1/4 whatever the position
+        net.value_fc[2].weight.zero_()
+        net.value_fc[2].bias.copy_(torch.log(torch.tensor([0.25, 0.5, 0.25])))
+    state = TTT.initial_state(2)
+    half_won = Samples(TTT.encode(state), torch.full((2, 9), 1 / 9), TTT.legal_mask(state), torch.full((2,), 0.5))
+    expected = -(0.5 * math.log(0.25) + 0.5 * math.log(0.5))
+    assert math.isclose(float(losses(net, half_won)["value"].detach()), expected, rel_tol=1e-5)
 
 
 # -- global pooling ------------------------------------------------------------------------------------------
