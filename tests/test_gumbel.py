@@ -510,6 +510,9 @@ def test_az_player_searches_as_its_checkpoint_or_its_spec_says(tmp_path):
     puct = make(f"az:{gumbel}:sims=8,algorithm=puct", TTT)
     assert puct.searcher.algorithm == "puct" and puct.spec == "az@2:sims=8,algorithm=puct"  # not as trained
     assert make(f"az:{old}:sims=8,algorithm=puct", TTT).spec == "az@1:sims=8"
+    # virtual loss is PUCT's: named there, and not on a Gumbel search, which has no pending visits
+    assert make(f"az:{old}:sims=8,virtual_loss=true", TTT).spec == "az@1:sims=8,virtual_loss=true"
+    assert make(f"az:{gumbel}:sims=8,virtual_loss=true", TTT).spec == "az@2:sims=8,algorithm=gumbel,considered=4"
     player = make(f"az:{old}:sims=8,algorithm=gumbel,considered=3,c_scale=0.5", TTT)
     assert player.searcher.rule == Gumbel(c_visit=50.0, c_scale=0.5) and player.searcher.considered_actions == 3
     analysis = player.analyse(TTT.initial_state(2))

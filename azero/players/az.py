@@ -81,7 +81,8 @@ class AZPlayer(Player):
                 self.spec += f",{option}={value:g}" if value != getattr(defaults, key) else ""
         self.spec += f",precision={precision}" if precision != OPTIONS["precision"].default else ""
         self.spec += f",parallel={self.parallel}" if self.parallel != "auto" else ""
-        self.spec += ",virtual_loss=true" if search_options.get("virtual_loss", NETWORK_VIRTUAL_LOSS.default) else ""
+        virtual_loss = search_options.get("virtual_loss", NETWORK_VIRTUAL_LOSS.default)
+        self.spec += ",virtual_loss=true" if virtual_loss and algorithm == "puct" else ""  # Gumbel has no pending visits
         self.spec += f",seconds={seconds:g}" if seconds else ""
         self.seconds = seconds
         self._spare: Tree | None = None  # the last timed search's tree, whose memory the next one reuses
