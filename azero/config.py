@@ -324,16 +324,19 @@ def config_from_dict(data: dict) -> Config:
     return config
 
 
-def help_text() -> str:
-    """Every key with its default and help, by section."""
-    lines = []
+def help_text(config: "Config | None" = None) -> str:
+    """Every key with its help, by section: its default, or with `config` (a preset with its
+    overrides) the value that config holds, the default named where the two differ."""
+    lines = [] if config is None else ["# the values of this preset and --set; (default: ...) where they differ"]
     for section, cls in _sections().items():
         lines.append(f"[{section}]")
         for f in dataclasses.fields(cls):
             default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            value = default if config is None else getattr(getattr(config, section), f.name)
             text = (f.metadata or {}).get("help", "")
             choices = (f.metadata or {}).get("choices")
             extra = f" ({' | '.join(choices)})" if choices else ""
-            lines.append(f"  {f.name} = {_toml_value(default)}  # {text}{extra}")
+            extra += f" (default: {_toml_value(default)})" if value != default else ""
+            lines.append(f"  {f.name} = {_toml_value(value)}  # {text}{extra}")
     return "\n".join(lines)
 

@@ -230,3 +230,17 @@ def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
     mine.mkdir()
     out = train(*TINY, "--set", "train.learning_rate=1e30", "--iterations", "1", "--run-dir", str(mine))
     assert out.returncode == 2 and "training diverged" in out.stderr and mine.is_dir() and not any(mine.iterdir())
+
+
+def test_help_config_shows_the_values_a_preset_trains_with(capsys):
+    from azero.cli.train import main
+
+    assert main(["--help-config"]) == 0
+    plain = capsys.readouterr().out
+    assert "  search_value_weight = 0.0  #" in plain and "(default:" not in plain
+    assert main(["--game", "connect4", "--set", "search.simulations=50", "--help-config"]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    line = next(text for text in shown if text.startswith("  search_value_weight = "))
+    assert line.startswith("  search_value_weight = 0.5  #") and line.endswith("(default: 0.0)")
+    assert any(text.startswith("  simulations = 50  #") and text.endswith("(default: 64)") for text in shown)
+    assert any(text.startswith("  blocks = 4  #") for text in shown)  # the preset's network

@@ -51,10 +51,16 @@ def main(argv=None) -> int:
                      "cluster, less one for the learner)")
     ray.add_argument("--actor-device", choices=("cpu", "cuda"), default=None,
                      help="the actors' torch device (default cpu); cuda gives each an equal share of the GPUs")
-    parser.add_argument("--help-config", action="store_true", help="list every config key with its default and exit")
+    parser.add_argument("--help-config", action="store_true", help="list every config key with its default and exit "
+                        "(with --game or --config, and --set: the values that run would train with)")
     args = parser.parse_args(argv)
     if args.help_config:
-        print(config_module.help_text())
+        if args.game and args.config:
+            parser.error("give --game or --config, not both")
+        shown = None
+        if args.game or args.config:
+            shown = load_config(game=None if args.config else args.game, path=args.config, overrides=list(args.set))
+        print(config_module.help_text(shown))
         return 0
     if args.minutes is not None and not 0 < args.minutes < math.inf:
         parser.error("--minutes must be a positive number")
