@@ -327,7 +327,7 @@ def config_from_dict(data: dict) -> Config:
 def help_text(config: "Config | None" = None) -> str:
     """Every key with its help, by section: its default, or with `config` (a preset with its
     overrides) the value that config holds, the default named where the two differ."""
-    lines = [] if config is None else ["# the values of this preset and --set; (default: ...) where they differ"]
+    lines = [] if config is None else ["# the values of this config and its overrides; (default: ...) where they differ"]
     for section, cls in _sections().items():
         lines.append(f"[{section}]")
         for f in dataclasses.fields(cls):

@@ -52,15 +52,22 @@ def main(argv=None) -> int:
     ray.add_argument("--actor-device", choices=("cpu", "cuda"), default=None,
                      help="the actors' torch device (default cpu); cuda gives each an equal share of the GPUs")
     parser.add_argument("--help-config", action="store_true", help="list every config key with its default and exit "
-                        "(with --game or --config, and --set: the values that run would train with)")
+                        "(with --game or --config, and --set, --device, --seed: the values that run would train with)")
     args = parser.parse_args(argv)
+    if args.game and args.config:
+        parser.error("give --game or --config, not both")
+    overrides = list(args.set)
+    if args.device:
+        overrides.append(f"run.device={args.device}")
+    if args.seed is not None:
+        overrides.append(f"run.seed={args.seed}")
+
+    def chosen_config():
+        """The config --game or --config with --set, --device and --seed give."""
+        return load_config(game=None if args.config else args.game, path=args.config, overrides=overrides)
+
     if args.help_config:
-        if args.game and args.config:
-            parser.error("give --game or --config, not both")
-        shown = None
-        if args.game or args.config:
-            shown = load_config(game=None if args.config else args.game, path=args.config, overrides=list(args.set))
-        print(config_module.help_text(shown))
+        print(config_module.help_text(chosen_config() if args.game or args.config else None))
         return 0
     if args.minutes is not None and not 0 < args.minutes < math.inf:
         parser.error("--minutes must be a positive number")
@@ -80,14 +87,7 @@ def main(argv=None) -> int:
                 parser.error("--set, --device and --seed come with --game or --config (the command that started "
                              f"the run), or continue with the run's own config: --run-dir {args.run_dir} alone")
             parser.error("give --game NAME (a preset in azero/configs/) or --config PATH, or --run-dir of a run to resume")
-        overrides = list(args.set)
-        if args.device:
-            overrides.append(f"run.device={args.device}")
-        if args.seed is not None:
-            overrides.append(f"run.seed={args.seed}")
-        if args.game and args.config:
-            parser.error("give --game or --config, not both")
-        config = load_config(game=None if args.config else args.game, path=args.config, overrides=overrides)
+        config = chosen_config()
     if not use_ray:
         train(config, args.run_dir, minutes=args.minutes, iterations=args.iterations,
               progress=not args.no_progress, command=[sys.executable, *sys.argv])
