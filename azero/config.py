@@ -62,6 +62,8 @@ class SearchConfig:
     c_visit: float = _f(50.0, "gumbel: sigma(q) = (c_visit + most visits of a sibling) * c_scale * q, q on [0, 1]",
                         low=0)
     c_scale: float = _f(1.0, "gumbel: the weight of the values against the network's logits in sigma", low=0)
+    rescale_q: bool = _f(False, "gumbel: sigma's q min-max normalised over each node's legal moves (best 1, worst "
+                         "0; mctx's default, with c_scale 0.1) instead of (1 + Q) / 2")
     cheap_simulations: int = _f(16, "simulations of a cheap search (playout cap randomization: moves not "
                                 "chosen by selfplay.full_search_fraction); fewer than search.simulations", low=1)
     forced_playouts: float = _f(0.0, "KataGo's forced playouts in self-play: each visited root move c gets at "

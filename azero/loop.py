@@ -167,7 +167,8 @@ def ladder_evaluator(game, config: Config, device: str) -> LadderEvaluator:
     search = config.search
     return LadderEvaluator(game, config.evaluation, seed=config.run.seed, device=device, precision=search.precision,
                            search_options=dict(algorithm=search.algorithm, considered_actions=search.considered_actions,
-                                               c_visit=search.c_visit, c_scale=search.c_scale))
+                                               c_visit=search.c_visit, c_scale=search.c_scale,
+                                               rescale_q=search.rescale_q))
 
 
 def _temporary(path: Path) -> bool:

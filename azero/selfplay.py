@@ -235,7 +235,7 @@ class SelfPlay:
         self.searcher = NetworkSearch(game, net, device=device, algorithm=search.algorithm, c_init=search.c_init,
                                       c_base=search.c_base, fpu_reduction=search.fpu_reduction,
                                       considered_actions=search.considered_actions, c_visit=search.c_visit,
-                                      c_scale=search.c_scale, precision=search.precision,
+                                      c_scale=search.c_scale, rescale_q=search.rescale_q, precision=search.precision,
                                       forced_playouts=search.forced_playouts)
         self.gumbel = search.algorithm == "gumbel"
         self.reuse_tree = search.reuse_tree and not self.gumbel

@@ -64,6 +64,38 @@ def test_sigma_is_monotone_in_q_and_scales_with_visits_and_c_scale():
     assert torch.equal(sigma(q, visits, 0.0, 1.0)[0, -1], torch.tensor(7.0))
 
 
+def test_rescaled_sigma_puts_the_legal_moves_q_on_0_to_1_by_hand():
+    q = torch.tensor([[-0.2, 0.1, 0.05, 0.3], [0.02, 0.02, 0.02, 0.02]])
+    legal = torch.tensor([[True, True, True, False], [True, True, False, True]])
+    visits = torch.tensor([[4.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    s = sigma(q, visits, 50.0, 0.1, legal, rescale=True)
+    # row 0: min -0.2, max 0.1 over the legal moves (the illegal 0.3 is not the max); scale (50 + 4) * 0.1
+    assert torch.allclose(s[0, :3], 5.4 * torch.tensor([0.0, 1.0, 0.25 / 0.3]))
+    assert torch.equal(s[1], torch.zeros(4))  # all equal: no preference, whatever their value
+    # the point of it: values ten times closer together (a drawish node) weigh as much
+    assert torch.allclose(sigma(0.1 * q + 0.3, visits, 50.0, 0.1, legal, rescale=True), s, atol=1e-5)
+    assert not torch.allclose(sigma(0.1 * q + 0.3, visits, 50.0, 0.1), sigma(q, visits, 50.0, 0.1))
+    with pytest.raises(ValueError, match="legal"):
+        sigma(q, visits, 50.0, 0.1, rescale=True)
+
+
+def test_rescaled_improved_policy_ignores_the_scale_and_offset_of_the_values():
+    """With rescale_q the target depends on how the moves' values compare, not on their spread:
+    a node whose values (visited Q and raw value) are a * v + b gives the same target."""
+    prior, visits = [0.4, 0.3, 0.2, 0.1], [3.0, 2.0, 1.0, 0.0]
+    value_sum, raw = np.array([0.6, -0.2, 0.3, 0.0]), 0.1  # q = 0.2, -0.1, 0.3; the last completed by v_mix
+    rule = Gumbel(c_scale=0.1, rescale=True)
+    target = rule.improved_policy(view(prior, visits, value_sum.tolist(), raw))
+    for a, b in ((0.1, 0.0), (0.05, -0.5), (2.0, 0.1)):
+        moved = rule.improved_policy(view(prior, visits, (a * value_sum + b * np.array(visits)).tolist(), a * raw + b))
+        assert torch.allclose(moved, target, atol=1e-5)
+    plain = Gumbel(c_scale=0.1)
+    shrunk = plain.improved_policy(view(prior, visits, (0.1 * value_sum).tolist(), 0.1 * raw))
+    assert not torch.allclose(shrunk, plain.improved_policy(view(prior, visits, value_sum.tolist(), raw)), atol=1e-3)
+    # the best move by q (0.3, action 2) gains the most over its prior share
+    assert int(torch.argmax(target[0] / torch.tensor(prior))) == 2
+
+
 def test_mixed_value_and_completed_q_by_hand():
     prior = torch.tensor([[0.5, 0.2, 0.2, 0.1]])
     visits = torch.tensor([[2.0, 0.0, 1.0, 0.0]])
@@ -153,32 +185,38 @@ class Node:
         self.n, self.w = np.zeros(len(prior)), np.zeros(len(prior))  # per action: visits, value sums (chooser's view)
         self.children = {}
 
-    def logits_plus_sigma(self, c_visit=50.0, c_scale=1.0):
+    def logits_plus_sigma(self, c_visit=50.0, c_scale=1.0, rescale=False):
         visited = self.n > 0
         q = np.divide(self.w, self.n, out=np.zeros_like(self.w), where=visited)
         total = self.n.sum()
         weighted = (self.prior[visited] @ q[visited]) / self.prior[visited].sum() if visited.any() else 0.0
         completed = np.where(visited, q, (self.raw + total * weighted) / (1 + total))
-        out = np.log(np.maximum(self.prior, 1e-300)) + (c_visit + self.n.max()) * c_scale * (completed + 1) / 2
+        if rescale:  # min-max over the legal moves' completed Q
+            low, high = completed[self.legal].min(), completed[self.legal].max()
+            q_hat = (completed - low) / max(high - low, 1e-8)
+        else:
+            q_hat = (completed + 1) / 2
+        out = np.log(np.maximum(self.prior, 1e-300)) + (c_visit + self.n.max()) * c_scale * q_hat
         return np.where(self.legal, out, -np.inf)
 
-    def improved_policy(self):
-        logits = self.logits_plus_sigma()
+    def improved_policy(self, **sigma):
+        logits = self.logits_plus_sigma(**sigma)
         e = np.exp(logits - logits.max())
         return e / e.sum()
 
-    def interior_action(self):
-        return int(np.argmax(np.where(self.legal, self.improved_policy() - self.n / (1 + self.n.sum()), -np.inf)))
+    def interior_action(self, **sigma):
+        share = self.n / (1 + self.n.sum())
+        return int(np.argmax(np.where(self.legal, self.improved_policy(**sigma) - share, -np.inf)))
 
 
-def scalar_gumbel(game, root_state, simulations, considered, gumbel):
-    """Gumbel AlphaZero one simulation at a time with the fake network, in float64: the hand calculation.
-    Returns (root visits, move, improved policy)."""
+def scalar_gumbel(game, root_state, simulations, considered, gumbel, **sigma):
+    """Gumbel AlphaZero one simulation at a time with the fake network, in float64: the hand calculation
+    (sigma: Node.logits_plus_sigma's c_scale and rescale). Returns (root visits, move, improved policy)."""
     root = Node(game, root_state)
     schedule = visit_schedule(min(considered, int(root.legal.sum())), simulations)
     for k in range(simulations):
         candidates = root.legal & (root.n == schedule[k])
-        action = int(np.argmax(np.where(candidates, gumbel + root.logits_plus_sigma(), -np.inf)))
+        action = int(np.argmax(np.where(candidates, gumbel + root.logits_plus_sigma(**sigma), -np.inf)))
         node, path = root, []
         while True:
             path.append((node, action))
@@ -191,22 +229,23 @@ def scalar_gumbel(game, root_state, simulations, considered, gumbel):
             if bool(child.state.done[0]):
                 value = float(game.result(child.state)[0])
                 break
-            node, action = child, child.interior_action()
+            node, action = child, child.interior_action(**sigma)
         for visited, a in path:  # value: the first player's view
             visited.n[a] += 1
             visited.w[a] += value * visited.sign
     most = root.legal & (root.n == root.n[root.legal].max())
-    move = int(np.argmax(np.where(most, gumbel + root.logits_plus_sigma(), -np.inf)))
-    return root.n, move, root.improved_policy()
+    move = int(np.argmax(np.where(most, gumbel + root.logits_plus_sigma(**sigma), -np.inf)))
+    return root.n, move, root.improved_policy(**sigma)
 
 
-@pytest.mark.parametrize("parallel", [1, 3, 16])
+@pytest.mark.parametrize("parallel, rescale", [(1, False), (3, False), (16, False), (1, True)])
 @pytest.mark.parametrize("moves, considered, simulations", [
     ([], 4, 8), ([], 16, 24), (["b2"], 3, 10), (["a1", "b2", "c3"], 2, 7), (["a1", "b2", "c3", "a3"], 16, 12),
 ])
-def test_search_matches_the_reference(moves, considered, simulations, parallel):
+def test_search_matches_the_reference(moves, considered, simulations, parallel, rescale):
     """The search, one simulation at a time or a round's simulations together (at most
-    `parallel`), against the reference that chooses each root move just before its simulation."""
+    `parallel`), against the reference that chooses each root move just before its simulation;
+    with rescaled Q (and mctx's c_scale 0.1) one at a time."""
     state = TTT.initial_state(1)
     for m in moves:
         state = TTT.step(state, torch.tensor([TTT.parse_action(m)]))
@@ -214,8 +253,10 @@ def test_search_matches_the_reference(moves, considered, simulations, parallel):
     prior, value = evaluator(state)
     g = gumbel_noise(make_keys(len(moves), 1), TTT.num_actions)
     tree = new_tree(TTT, state, simulations + 1, make_keys(0, 1), root_prior=prior, root_value=value)
-    result = gumbel_search(tree, TTT, evaluator, Gumbel(), simulations, g, considered=considered, parallel=parallel)
-    visits, move, policy = scalar_gumbel(TTT, state, simulations, considered, g[0].double().numpy())
+    sigma = dict(c_scale=0.1, rescale=True) if rescale else {}
+    result = gumbel_search(tree, TTT, evaluator, Gumbel(**sigma), simulations, g, considered=considered,
+                           parallel=parallel)
+    visits, move, policy = scalar_gumbel(TTT, state, simulations, considered, g[0].double().numpy(), **sigma)
     assert tree.root_visits()[0].tolist() == visits.tolist()
     assert int(result.action) == move
     assert torch.allclose(result.policy[0], torch.tensor(policy, dtype=torch.float32), atol=1e-5)
@@ -473,9 +514,9 @@ def test_infinite_noise_on_an_illegal_move_never_puts_it_in_the_tree(simulations
 # -- self-play, the az: player, the config -----------------------------------------------------------
 
 
-def tiny_config(algorithm: str):
+def tiny_config(algorithm: str, overrides: tuple | list = ()):
     return load_config(game="tictactoe", overrides=[f"search.algorithm={algorithm}", "search.simulations=8",
-                                                    "search.considered_actions=4", "selfplay.games=4"])
+                                                    "search.considered_actions=4", "selfplay.games=4", *overrides])
 
 
 def test_self_play_records_the_improved_policy_and_plays_the_gumbel_choice():
@@ -523,6 +564,18 @@ def test_az_player_searches_as_its_checkpoint_or_its_spec_says(tmp_path):
     assert timed.visits.sum() == 8 and seen and seen[-1].visits.sum() == 8
     with pytest.raises(UserError, match="puct, gumbel"):
         make(f"az:{old}:algorithm=alphago", TTT)
+    # rescaled Q: from the spec or the checkpoint's config, named, and one leaf a call (a round
+    # of the schedule would be a slightly different search)
+    rescaled = make(f"az:{old}:sims=8,algorithm=gumbel,rescale_q=true", TTT)
+    assert rescaled.searcher.rule == Gumbel(rescale=True) and rescaled.leaves_per_step(8) == 1
+    assert rescaled.spec == "az@1:sims=8,algorithm=gumbel,rescale_q=true" and player.leaves_per_step(8) == 3
+    saved = tmp_path / "rescaled.pt"
+    config = tiny_config("gumbel", overrides=["search.rescale_q=true", "search.c_scale=0.1"])
+    atomic_save(network_checkpoint(net, TTT, 3, config=config.to_dict()), saved)
+    assert make(f"az:{saved}:sims=8", TTT).searcher.rule == Gumbel(c_scale=0.1, rescale=True)
+    assert make(f"az:{saved}:sims=8,rescale_q=false", TTT).searcher.rule == Gumbel(c_scale=0.1)
+    with pytest.raises(UserError, match="rescale_q"):
+        make(f"az:{old}:rescale_q=maybe", TTT)
 
 
 def test_config_names_the_algorithms_and_old_configs_stay_puct():
@@ -531,6 +584,7 @@ def test_config_names_the_algorithms_and_old_configs_stay_puct():
     with pytest.raises(ConfigError, match="puct, gumbel"):
         load_config(game="tictactoe", overrides=["search.algorithm=muzero"])
     saved = load_config(game="tictactoe").to_dict()
-    for key in ("algorithm", "considered_actions", "c_visit", "c_scale"):
+    for key in ("algorithm", "considered_actions", "c_visit", "c_scale", "rescale_q"):
         del saved["search"][key]
     assert config_from_dict(saved).search.algorithm == "puct"
+    assert config_from_dict(saved).search.rescale_q is False

@@ -442,14 +442,17 @@ def test_imposed_root_moves_per_walk_are_read_the_same_when_walks_collide(root_a
     assert set(visited) == {a for a in root_action[1] if a >= 0}  # distinct moves: none collide at the root
 
 
-@pytest.mark.parametrize("considered, simulations, parallel", [(8, 60, 1), (2, 30, 1), (8, 60, 8), (16, 40, 5)])
-def test_gumbel_searches_the_same(considered, simulations, parallel):
-    """Gumbel's compiled descent and root choice against the torch forms, with noise at the root."""
+@pytest.mark.parametrize("considered, simulations, parallel, rescale", [
+    (8, 60, 1, False), (2, 30, 1, False), (8, 60, 8, False), (16, 40, 5, False), (8, 60, 1, True), (8, 60, 8, True),
+])
+def test_gumbel_searches_the_same(considered, simulations, parallel, rescale):
+    """Gumbel's compiled descent and root choice against the torch forms, with noise at the root
+    (and with sigma's Q rescaled, search.rescale_q)."""
     from azero.search import Gumbel, gumbel_noise, gumbel_search
 
     game = games.make("gomoku", size=6, k=4)
     roots = game.step(game.initial_state(5), torch.tensor([0, 7, 14, 21, 35]))
-    evaluator, rule = SmoothEvaluator(game), Gumbel()
+    evaluator, rule = SmoothEvaluator(game), Gumbel(c_scale=0.1, rescale=True) if rescale else Gumbel()
 
     def run():
         prior, value = evaluator(roots)

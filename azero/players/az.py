@@ -39,6 +39,8 @@ OPTIONS = {
                          "else 16"),
     "c_visit": Option(None, float, low=0, help="gumbel: sigma's c_visit; default: the checkpoint's, else 50"),
     "c_scale": Option(None, float, low=0, help="gumbel: sigma's c_scale; default: the checkpoint's, else 1"),
+    "rescale_q": Option(None, bool, metavar="true|false", help="gumbel: sigma's Q min-max normalised at each "
+                        "node; default: the checkpoint's, else false"),
     "precision": Option("auto", str, choices=PRECISIONS, noun="precision",
                         help="the network's arithmetic, as search.precision in train.py --help-config"),
     "parallel": PARALLEL,
@@ -79,6 +81,7 @@ class AZPlayer(Player):
             for key, option in (("considered_actions", "considered"), ("c_visit", "c_visit"), ("c_scale", "c_scale")):
                 value = search_options.get(key, getattr(defaults, key))
                 self.spec += f",{option}={value:g}" if value != getattr(defaults, key) else ""
+            self.spec += ",rescale_q=true" if search_options.get("rescale_q", defaults.rescale_q) else ""
         self.spec += f",precision={precision}" if precision != OPTIONS["precision"].default else ""
         self.spec += f",parallel={self.parallel}" if self.parallel != "auto" else ""
         virtual_loss = search_options.get("virtual_loss", NETWORK_VIRTUAL_LOSS.default)
@@ -92,8 +95,11 @@ class AZPlayer(Player):
         Gumbel's search takes the simulations of a round of its schedule together, the same
         search in fewer network calls (the network's arithmetic aside: under precision "auto"
         a call of 16 leaves or more runs in int8 or bfloat16), so "auto" is every move a
-        round may hold (m, at most the widest batch)."""
+        round may hold (m, at most the widest batch); with rescale_q a round is not quite
+        the same search (search.gumbel.round_actions), so "auto" is one leaf a call there."""
         if self.searcher.algorithm == "gumbel" and self.parallel == "auto":
+            if self.searcher.rule.rescale:
+                return 1
             return max(1, min(self.searcher.considered_actions, self.widest))
         return leaves_per_step(self.parallel, simulations, self.widest)
 
@@ -172,6 +178,7 @@ def build(game: Game, path: str, options: dict, *, device, seed) -> AZPlayer:
                     algorithm=given("algorithm", "algorithm"), c_init=options["c_init"],
                     considered_actions=given("considered", "considered_actions"),
                     c_visit=given("c_visit", "c_visit"), c_scale=given("c_scale", "c_scale"),
+                    rescale_q=given("rescale_q", "rescale_q"),
                     precision=options["precision"], parallel=options["parallel"],
                     virtual_loss=options["virtual_loss"], seconds=options["seconds"], trained_with=saved["algorithm"])
 
@@ -183,7 +190,7 @@ def checkpoint_search(data: dict) -> dict:
     defaults = SearchConfig()
     section = (data.get("config") or {}).get("search") or data.get("search") or {}
     out = {}
-    for key in ("algorithm", "considered_actions", "c_visit", "c_scale"):
+    for key in ("algorithm", "considered_actions", "c_visit", "c_scale", "rescale_q"):
         value = section.get(key, getattr(defaults, key)) if isinstance(section, dict) else getattr(defaults, key)
         try:
             out[key] = getattr(config_from_dict({"search": {key: value}}).search, key)

@@ -140,7 +140,9 @@ def round_actions(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, target: torch.
     after it, so it is no candidate of the round's later walks, and its new value changes no
     other candidate's score but through the moves' completed Q without visits, alike for
     all of them (the mixed value); what does change, sigma's scale (the most visits of a
-    move), is counted. So the round's walks can go to the network in one call.
+    move), is counted. So the round's walks can go to the network in one call. With the
+    rule's `rescale`, sigma's min and max are those of the round's start: the later walks'
+    moves may then differ from choosing before each simulation (the first round's do not).
     """
     if kernels.supports_tree(tree) and gumbel.device.type == "cpu":
         return kernels.gumbel_round_actions(tree, rule, gumbel, target, lengths, width)

@@ -32,12 +32,13 @@ from games import NO_ACTION
 from games import kernels as _games_kernels
 from games.kernels import hash_one, njit, nth_of
 
-from .selection import PUCT, UCB1, Gumbel
+from .selection import PUCT, RESCALE_EPSILON, UCB1, Gumbel
 
 UCB1_KIND, PUCT_KIND, GUMBEL_KIND = 1, 2, 3
 TERMINAL, NEW_LEAF, COLLISION = 0, 1, 2  # how a walk down a tree ends
 _INF = np.float32(np.inf)
 _TINY = np.float32(np.finfo(np.float32).tiny)
+_RESCALE_EPSILON = np.float32(RESCALE_EPSILON)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -61,9 +62,10 @@ def _first_max(scores, count):  # pragma: no cover - compiled; torch.argmax: the
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, out):  # pragma: no cover - compiled
-    """out[a] = log prior + sigma(completed Q) at node `flat`, -inf where illegal (selection.Gumbel.logits);
-    raw: the node's raw value for the chooser. Returns the node's total child visits."""
+def _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out):  # pragma: no cover - compiled
+    """out[a] = log prior + sigma(completed Q) at node `flat`, -inf where illegal (selection.Gumbel.logits;
+    `rescale`: sigma's q_hat min-max normalised over the legal moves); raw: the node's raw value for the
+    chooser. Returns the node's total child visits."""
     actions = out.shape[0]
     total, most = np.float32(0.0), np.float32(0.0)
     weighted, weight_sum = np.float32(0.0), np.float32(0.0)
@@ -78,10 +80,20 @@ def _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_vis
     mean_q = weighted / max(weight_sum, _TINY)
     mixed = (raw + total * mean_q) / (np.float32(1.0) + total)
     scale = (np.float32(c_visit) + most) * np.float32(c_scale)
+    low, span = np.float32(0.0), np.float32(1.0)  # (read only with rescale)
+    if rescale:
+        low, high = _INF, -_INF
+        for a in range(actions):
+            if legal[flat, a] != 0:
+                n = child_visits[flat, a]
+                q = child_value_sum[flat, a] / n if n > 0 else mixed
+                low, high = min(low, q), max(high, q)
+        span = max(high - low, _RESCALE_EPSILON)
     for a in range(actions):
         n = child_visits[flat, a]
         q = child_value_sum[flat, a] / n if n > 0 else mixed
-        value = np.log(max(prior[flat, a], _TINY)) + scale * (np.float32(0.5) * (q + np.float32(1.0)))
+        q_hat = (q - low) / span if rescale else np.float32(0.5) * (q + np.float32(1.0))
+        value = np.log(max(prior[flat, a], _TINY)) + scale * q_hat
         out[a] = value if legal[flat, a] != 0 else -np.float32(np.inf)
     return total
 
@@ -89,12 +101,14 @@ def _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_vis
 @njit(cache=True, nogil=True, inline="always")
 def _select(
     kind, virtual_loss, flat, key, depth, children, child_visits, child_value_sum, legal, prior, visits, value_sum,
-    q_sign, pending, raw_value, base, c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced, flight, scores,
+    q_sign, pending, raw_value, base, c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced, rescale, flight,
+    scores,
 ):  # pragma: no cover - compiled; selection.UCB1.select, PUCT.select and Gumbel.select for one node
     actions = children.shape[1]
     if kind == GUMBEL_KIND:  # (no pending visits: the walks of a step go below different root moves)
         raw = raw_value[flat] * q_sign[flat]
-        total = _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, scores)
+        total = _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale,
+                               scores)
         top = scores[_first_max(scores, actions)]
         mass = np.float32(0.0)
         for a in range(actions):
@@ -196,7 +210,7 @@ def _add_value(
 def _gather(
     kind, virtual_loss, children, child_visits, child_value_sum, legal, prior, visits, value_sum, q_sign, terminal,
     terminal_value, mover_sign, parent, action_of, pending, raw_value,
-    keys, next_node, budget, root_action, capacity, c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced,
+    keys, next_node, budget, root_action, capacity, c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced, rescale,
     leaf_rows, leaf_nodes, leaf_parents, leaf_actions, leaf_keys, leaf_flat, leaf_parent_flat, collision_rows,
     collision_nodes, counts,
 ):  # pragma: no cover - compiled; the walks of one step of engine._simulate
@@ -230,7 +244,7 @@ def _gather(
                     action = _select(
                         kind, virtual_loss, flat, key, depth, children, child_visits, child_value_sum, legal, prior,
                         visits, value_sum, q_sign, pending, raw_value, base, c, c_init, c_base, fpu_reduction,
-                        c_visit, c_scale, forced, flight, scores,
+                        c_visit, c_scale, forced, rescale, flight, scores,
                     )
                 child = children[flat, action]
                 if child < 0:  # an edge not expanded yet: a new leaf
@@ -406,15 +420,16 @@ class Walker:
         self.root_action = torch.full((batch, 2 * parallel), NO_ACTION, dtype=torch.long)
         self.root_action_np = self.root_action.numpy()
         self.imposed = False
-        # (c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced_playouts): each rule reads its own
+        # (c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced_playouts, rescale): each rule reads its own
         if isinstance(rule, UCB1):
-            self.kind, self.params = UCB1_KIND, (float(rule.c), 0.0, 1.0, 0.0, 0.0, 0.0, 0.0)
+            self.kind, self.params = UCB1_KIND, (float(rule.c), 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0)
         elif isinstance(rule, Gumbel):
-            self.kind, self.params = GUMBEL_KIND, (0.0, 0.0, 1.0, 0.0, float(rule.c_visit), float(rule.c_scale), 0.0)
+            self.kind, self.params = GUMBEL_KIND, (0.0, 0.0, 1.0, 0.0, float(rule.c_visit), float(rule.c_scale), 0.0,
+                                                   float(rule.rescale))
         else:
             self.kind = PUCT_KIND
             self.params = (0.0, float(rule.c_init), float(rule.c_base), float(rule.fpu_reduction), 0.0, 0.0,
-                           float(rule.forced_playouts))
+                           float(rule.forced_playouts), 0.0)
         self.virtual_loss = bool(getattr(rule, "virtual_loss", True))
         with_prior = {"prior", "raw_value"}
         arrays = {name: _numpy(getattr(tree, name)) for name in {*_GATHER, *_RECORD, *_BACKUP} - with_prior}
@@ -525,7 +540,7 @@ class Walker:
 
 @njit(cache=True, nogil=True)
 def _gumbel_round(
-    child_visits, child_value_sum, legal, prior, raw_value, q_sign, capacity, c_visit, c_scale, gumbel, target,
+    child_visits, child_value_sum, legal, prior, raw_value, q_sign, capacity, c_visit, c_scale, rescale, gumbel, target,
     lengths, action,
 ):  # pragma: no cover - compiled
     batch, actions = gumbel.shape
@@ -537,7 +552,7 @@ def _gumbel_round(
         for j in range(action.shape[1]):
             action[b, j] = -1
         for j in range(lengths[b]):
-            _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, scores)
+            _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, scores)
             found = False
             for a in range(actions):  # (an illegal move stays -inf whatever its noise: -inf + inf is NaN)
                 scores[a] = scores[a] + gumbel[b, a] if legal[flat, a] != 0 else -np.float32(np.inf)
@@ -563,6 +578,7 @@ def gumbel_round_actions(tree, rule, gumbel: torch.Tensor, target: torch.Tensor,
     _gumbel_round(
         _numpy(tree.child_visits), _numpy(tree.child_value_sum), _numpy(tree.legal), _numpy(tree.prior),
         _numpy(tree.raw_value), _numpy(tree.q_sign), tree.capacity, float(rule.c_visit), float(rule.c_scale),
+        float(rule.rescale),
         gumbel.to(torch.float32).contiguous().numpy(), target.to(torch.float32).contiguous().numpy(),
         lengths.to(torch.long).contiguous().numpy(), action.numpy(),
     )

@@ -67,19 +67,19 @@ class NetworkSearch:
     algorithm: "puct" (c_init, c_base, fpu_reduction; virtual_loss, how a leaf-parallel search
     counts the leaves in flight, selection.py; forced_playouts, KataGo's k, for self-play's
     root) or "gumbel" (considered_actions, the root moves sampled, m; c_visit and c_scale,
-    the constants of sigma).
+    the constants of sigma; rescale_q, sigma's Q min-max normalised at each node).
     """
 
     def __init__(self, game: Game, net: PolicyValueNet, *, device="cpu", algorithm="puct", c_init=1.25,
                  c_base=19652.0, fpu_reduction=0.0, considered_actions=16, c_visit=50.0, c_scale=1.0,
-                 precision="auto", virtual_loss=False, forced_playouts=0.0):
+                 rescale_q=False, precision="auto", virtual_loss=False, forced_playouts=0.0):
         if algorithm not in ALGORITHMS:
             raise ValueError(f"unknown search algorithm {algorithm!r}; choose one of: {', '.join(ALGORITHMS)}")
         self.game, self.algorithm = game, algorithm
         self.evaluator = NetworkEvaluator(net, game, device, precision)
         self.considered_actions = considered_actions
         if algorithm == "gumbel":
-            self.rule = self.plain_rule = Gumbel(c_visit=c_visit, c_scale=c_scale)
+            self.rule = self.plain_rule = Gumbel(c_visit=c_visit, c_scale=c_scale, rescale=rescale_q)
         else:
             self.rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction, virtual_loss=virtual_loss,
                              forced_playouts=forced_playouts)

@@ -196,6 +196,7 @@ class PUCT:
 # target) is in search/gumbel.py; below is what the root and the other nodes share.
 
 _TINY = torch.finfo(torch.float32).tiny
+RESCALE_EPSILON = 1e-8  # the smallest max - min sigma divides by when rescaling (as mctx)
 
 
 def prior_logits(prior: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
@@ -230,14 +231,26 @@ def completed_q(raw_value: torch.Tensor, child_visits: torch.Tensor, child_value
     return torch.where(child_visits > 0, q, value)
 
 
-def sigma(q: torch.Tensor, child_visits: torch.Tensor, c_visit: float, c_scale: float) -> torch.Tensor:
+def sigma(q: torch.Tensor, child_visits: torch.Tensor, c_visit: float, c_scale: float,
+          legal: torch.Tensor | None = None, rescale: bool = False) -> torch.Tensor:
     """float [B, A]: the paper's monotone transform of Q, (c_visit + max_b N(b)) * c_scale * q_hat,
-    with q_hat = (1 + q) / 2 the value on [0, 1] (win 1, draw 0.5, loss 0).
+    with q_hat = (1 + q) / 2 the value on [0, 1] (win 1, draw 0.5, loss 0); with `rescale`,
+    q_hat = (q - min) / (max - min) with the min and max over the legal actions' q (mctx's
+    default, which pairs it with c_scale 0.1): the best move 1 and the worst 0 however close
+    their values, 0 for all where they are equal.
 
-    q: float [B, A] in [-1, 1]; child_visits: float [B, A] (N, the node's children's visits).
+    q: float [B, A] in [-1, 1]; child_visits: float [B, A] (N, the node's children's visits);
+    legal: bool [B, A], needed with `rescale`.
     """
     scale = (c_visit + child_visits.amax(dim=1, keepdim=True)) * c_scale
-    return scale * (0.5 * (q + 1.0))
+    if not rescale:
+        return scale * (0.5 * (q + 1.0))
+    if legal is None:
+        raise ValueError("sigma's rescale needs the legal actions")
+    low = q.masked_fill(~legal, math.inf).amin(dim=1, keepdim=True)
+    high = q.masked_fill(~legal, -math.inf).amax(dim=1, keepdim=True)
+    q_hat = (q - low) / (high - low).clamp(min=RESCALE_EPSILON)
+    return scale * torch.where(legal, q_hat, torch.zeros_like(q_hat))
 
 
 @dataclass(frozen=True)
@@ -252,11 +265,13 @@ class Gumbel:
     actions. At the root, search/gumbel.py's sequential halving chooses instead; used at the
     root too (a search without that schedule), it is the same rule there.
 
-    c_visit, c_scale: sigma's constants (`sigma`), the paper's defaults.
+    c_visit, c_scale: sigma's constants (`sigma`), the paper's defaults; rescale: sigma's q_hat
+    min-max normalised over the node's legal actions (`sigma`).
     """
 
     c_visit: float = 50.0
     c_scale: float = 1.0
+    rescale: bool = False
     uses_prior = True
     uses_uniform = False
 
@@ -265,7 +280,8 @@ class Gumbel:
         if view.raw_value is None:
             raise ValueError("Gumbel selection needs a tree with priors and raw values (new_tree(with_prior=True))")
         q = completed_q(view.raw_value, view.child_visits, view.child_value_sum, view.prior)
-        return prior_logits(view.prior, view.legal) + sigma(q, view.child_visits, self.c_visit, self.c_scale)
+        return prior_logits(view.prior, view.legal) + sigma(q, view.child_visits, self.c_visit, self.c_scale,
+                                                            view.legal, self.rescale)
 
     def improved_policy(self, view: NodeView) -> torch.Tensor:
         """float [B, A]: pi' = softmax(logits + sigma(completed Q)) over the legal actions."""
