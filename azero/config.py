@@ -83,6 +83,11 @@ class SelfPlayConfig:
                                      "search.simulations (with root noise) and used as policy targets; the others "
                                      "get search.cheap_simulations, no noise, and train the value only "
                                      "(KataGo: 0.25; 1 = off)", low=0.01, high=1)
+    opening_plies: int = _f(0, "random legal moves opening each self-play game, their number drawn for each game "
+                            "uniformly from 0 to this (none ending it: a game where every move would stops "
+                            "there); their positions are not training samples; an error before the run if "
+                            "random openings this long end games (0 = off: the game's initial position)",
+                            low=0, high=MAX_OPENING_PLIES)
     search_value_weight: float = _f(0.0, "the value target mixes in the search's value of each position: "
                                     "(1 - w) * the game's outcome + w * the root value of the search made "
                                     "there (0 = the outcome alone, as AlphaZero; 0.5 = the average of the "

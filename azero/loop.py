@@ -148,6 +148,10 @@ def check_new_run(config: Config) -> games.Game:
         raise UserError(f"selfplay.games={config.selfplay.games} with search.simulations="
                         f"{config.search.simulations}: {error}") from None
     check_opening(game, config.evaluation.opening_plies)
+    try:
+        check_opening(game, config.selfplay.opening_plies)
+    except UserError as error:
+        raise UserError(f"selfplay.opening_plies={config.selfplay.opening_plies}: {error}") from None
     ladder_evaluator(game, config, config.run.device).check()
     return game
 

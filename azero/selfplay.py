@@ -36,6 +36,13 @@ KataGo's training signals (Wu 2019), each a switch of the config:
   made there (the mean of its root children's values, the mover's view), as Oracle's Connect
   Four lessons (Abrams 2018) averaged the two: the outcome is unbiased but noisy (one game,
   and early moves sampled), the search's value less noisy but biased by the network.
+* Random openings (`selfplay.opening_plies` = n > 0): each game, when it starts, plays its
+  own number of uniformly random legal moves, drawn uniformly from 0 to n, none of which
+  ends it (as a match's openings, arena.opening_moves; a game whose every legal move
+  would end it stops its opening there); the searches begin after them, and the random
+  moves' positions are not samples (`search.temperature_moves` counts them). In a game
+  whose self-play ends mostly in draws (8x8 gomoku: nine games in ten), the unbalanced
+  starts give the value decisive outcomes to learn and the search positions to convert.
 * Auxiliary targets: a finished game's ownership of each point and its final margin
   (games with `has_ownership` / `has_score`), from each position's player to move's view,
   and the next position's policy target as the opponent-reply target; each recorded only
@@ -52,10 +59,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from games import Game, State, player_sign
+from games import NO_ACTION, Game, State, player_sign
 from games.random import fold, make_keys, uniform
 
+from .arena import opening_moves
 from .config import SearchConfig, SelfPlayConfig
+from .errors import UserError
 from .network import PolicyValueNet
 from .search.forced import prune_forced_visits
 from .search.network_search import NetworkSearch, add_dirichlet_noise, default_alpha
@@ -230,6 +239,7 @@ class SelfPlay:
         self.batch = selfplay.games
         self.full_search_fraction = selfplay.full_search_fraction
         self.search_value_weight = selfplay.search_value_weight
+        self.opening_plies = selfplay.opening_plies
         if self.full_search_fraction < 1 and not 1 <= search.cheap_simulations < search.simulations:
             raise ValueError("search.cheap_simulations must be at least 1 and fewer than search.simulations")
         self.searcher = NetworkSearch(game, net, device=device, algorithm=search.algorithm, c_init=search.c_init,
@@ -247,8 +257,8 @@ class SelfPlay:
         self.max_len = max_len
         h, w = game.board_shape
         b = self.batch
-        self.states = game.initial_state(b)
         self.game_ids = torch.arange(b, dtype=torch.long)  # which game each slot plays (keys derive from it)
+        self.states = self._starts(self.game_ids)
         self.next_game_id = b
         self.length = torch.zeros(b, dtype=torch.long)
         self.planes = torch.zeros(b, max_len, game.num_planes, h, w, dtype=torch.uint8)
@@ -261,8 +271,45 @@ class SelfPlay:
         self.root_legal = None  # the roots' legal moves when there is no one tree (Gumbel with cheap searches)
 
     # -- one move of every game ---------------------------------------------------------------
+    def _game_keys(self, ids: torch.Tensor) -> torch.Tensor:
+        """Each game's own key (long [n]) from its id: its random draws derive from it."""
+        return make_keys(self.seed, 1).expand(ids.numel()) + ids * 0x9E37
+
     def _keys(self) -> torch.Tensor:
-        return fold(make_keys(self.seed, 1).expand(self.batch) + self.game_ids * 0x9E37, self.states.move_number)
+        return fold(self._game_keys(self.game_ids), self.states.move_number)
+
+    def _starts(self, ids: torch.Tensor) -> State:
+        """The first positions of games `ids` (long [n]): the initial position after each game's
+        random opening (`selfplay.opening_plies`), which its key decides."""
+        states = self.game.initial_state(ids.numel())
+        if self.opening_plies == 0:
+            return states
+        states = states.clone()  # (written in place below; Go's initial fields share one tensor)
+        keys = fold(self._game_keys(ids), 0x0FE4)
+        plies = (uniform(keys, (ids.numel(), 1)).squeeze(1) * (self.opening_plies + 1)).long()
+        for ply in range(self.opening_plies):
+            rows = (plies > ply).nonzero().squeeze(1)
+            if rows.numel() == 0:
+                break
+            ply_keys = fold(keys.index_select(0, rows), 1000 + ply)
+            try:
+                action = opening_moves(self.game, states.take(rows), ply_keys, self.opening_plies)
+            except UserError:  # some game has only moves that end it: its opening stops here
+                action = torch.stack([self._opening_move(states.take(row.view(1)), ply_keys[i:i + 1])
+                                      for i, row in enumerate(rows)])
+                stuck = action == NO_ACTION
+                plies[rows[stuck]] = ply
+                rows, action = rows[~stuck], action[~stuck]
+            if rows.numel():
+                states.put_(rows, self.game.step(states.take(rows), action))
+        return states
+
+    def _opening_move(self, state: State, key: torch.Tensor) -> torch.Tensor:
+        """One game's random opening move (long []), NO_ACTION if every legal move would end it."""
+        try:
+            return opening_moves(self.game, state, key, self.opening_plies)[0]
+        except UserError:
+            return torch.tensor(NO_ACTION)
 
     def _full_searches(self, keys: torch.Tensor) -> torch.Tensor:
         """bool [B]: the games whose move gets a full search (all of them without playout cap randomization)."""
@@ -385,11 +432,10 @@ class SelfPlay:
                                       self.to_play[slot, :n], self.fields, self.search_value[slot, :n],
                                       self.search_value_weight))
             outcomes.append((int(result[i]), n))
-        fresh = self.game.initial_state(finished.numel())
-        self.states.put_(finished, fresh)
         count = finished.numel()
         self.game_ids[finished] = torch.arange(self.next_game_id, self.next_game_id + count)
         self.next_game_id += count
+        self.states.put_(finished, self._starts(self.game_ids[finished]))
         self.length[finished] = 0
         return Samples.cat(parts), outcomes
 

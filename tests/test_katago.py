@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import games
+from games.random import fold, uniform
 from networks import small_net
 from runs import tiny_settings
 from azero.checkpoint import load_checkpoint, network_checkpoint, network_from_checkpoint
@@ -480,6 +481,80 @@ def test_the_wdl_target_of_a_mixed_value_is_the_least_decided_distribution_with_
     half_won = Samples(TTT.encode(state), torch.full((2, 9), 1 / 9), TTT.legal_mask(state), torch.full((2,), 0.5))
     expected = -(0.5 * math.log(0.25) + 0.5 * math.log(0.5))
     assert math.isclose(float(losses(net, half_won)["value"].detach()), expected, rel_tol=1e-5)
+
+
+# -- random openings in self-play --------------------------------------------------------------------------
+
+
+def opening_selfplay(name: str, plies: int, at_once: int, seed: int = 0):
+    config = load_config(game=name, overrides=[
+        f"selfplay.games={at_once}", "search.algorithm=puct", "search.simulations=4", "search.reuse_tree=false",
+        f"selfplay.opening_plies={plies}"])
+    game = games.make_from_spec(config.game.spec)
+    return SelfPlay(game, small_net(game), config.search, config.selfplay, seed=seed), game
+
+
+def test_each_self_play_game_opens_with_its_own_number_of_random_moves():
+    selfplay, game = opening_selfplay("gomoku", 4, 64)
+    plies = selfplay.states.move_number
+    assert set(plies.tolist()) == {0, 1, 2, 3, 4}  # drawn uniformly from 0 to 4 for each of 64 games
+    assert torch.equal(game.legal_mask(selfplay.states).sum(dim=1), 64 - plies)  # that many stones on 8 x 8
+    assert not bool(selfplay.states.done.any())
+    boards = game.encode(selfplay.states)
+    assert len(torch.unique(boards[plies == 2], dim=0)) > 1  # the same count, different moves
+    again, _ = opening_selfplay("gomoku", 4, 64)
+    other, _ = opening_selfplay("gomoku", 4, 64, seed=1)
+    assert torch.equal(game.encode(again.states), boards)  # each game's key decides its opening
+    assert not torch.equal(game.encode(other.states), boards)
+    plain, _ = opening_selfplay("gomoku", 0, 8)
+    assert int(plain.states.move_number.max()) == 0
+
+
+def test_opening_moves_are_not_samples_and_restarted_games_open_too():
+    selfplay, game = opening_selfplay("tictactoe", 3, 32)
+    start = selfplay.states.clone()
+    selfplay.step()
+    assert int(start.move_number.max()) > 0
+    assert torch.equal(selfplay.planes[:, 0], game.encode(start).to(torch.uint8))  # the first sample: the opened board
+    resumed, _ = opening_selfplay("tictactoe", 3, 32)
+    resumed.load_state_dict(selfplay.state_dict())
+    samples, stats = selfplay.run(300, progress=False)
+    assert stats.games > 32 and len(samples) == stats.total_length
+    opened = selfplay.states.move_number - selfplay.length  # each game in progress: its opening's plies
+    restarted = selfplay.game_ids >= 32
+    assert bool(((opened >= 0) & (opened <= 3)).all()) and int(opened[restarted].max()) > 0
+    again, _ = resumed.run(300, progress=False)  # a resumed run opens its new games as the first did
+    assert torch.equal(again.planes, samples.planes) and torch.equal(again.value, samples.value)
+
+
+def test_an_opening_stops_where_every_legal_move_would_end_the_game():
+    selfplay, game = opening_selfplay("tictactoe", 8, 256)
+    states, plies = selfplay.states, selfplay.states.move_number
+    drawn = (uniform(fold(selfplay._game_keys(selfplay.game_ids), 0x0FE4), (256, 1)).squeeze(1) * 9).long()
+    assert not bool(states.done.any()) and bool((plies <= drawn).all())
+    stopped = (plies < drawn).nonzero().squeeze(1)
+    assert stopped.numel() > 0  # (about one opening of 8 plies in 8: both empty cells complete O's line)
+    for row in stopped.tolist():  # every legal move there would end the game
+        state = states.take(torch.tensor([row]))
+        for move in game.legal_mask(state)[0].nonzero().squeeze(1).tolist():
+            assert bool(game.step(state, torch.tensor([move])).done[0])
+
+
+def test_go_openings_alternate_colours_and_count_their_moves():
+    selfplay, game = opening_selfplay("go", 3, 32)
+    states = selfplay.states
+    assert set(states.move_number.tolist()) == {0, 1, 2, 3}
+    assert torch.equal(states.to_play, states.move_number % 2)
+    stones = (states.board != 0).flatten(1).sum(dim=1)
+    assert bool((stones <= states.move_number).all())  # (a random pass places no stone)
+    assert int((stones == states.move_number).sum()) > 16
+
+
+def test_an_opening_longer_than_the_game_is_one_error_before_any_run_folder(tmp_path):
+    config = load_config(game="tictactoe", overrides=["selfplay.opening_plies=9"])
+    with pytest.raises(UserError, match="selfplay.opening_plies=9: 9 random opening moves cannot avoid finishing"):
+        open_run(config, tmp_path / "run", ["train.py"])
+    assert not (tmp_path / "run").exists()
 
 
 # -- global pooling ------------------------------------------------------------------------------------------
