@@ -69,25 +69,28 @@ def _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_vis
     actions = out.shape[0]
     total, most = np.float32(0.0), np.float32(0.0)
     weighted, weight_sum = np.float32(0.0), np.float32(0.0)
+    low, high = _INF, -_INF  # (with rescale) the visited moves' Q, then the completed Q of the unvisited
+    unvisited = False  # (with rescale) a legal move not visited, whose completed Q is the mixed value
     for a in range(actions):
         n = child_visits[flat, a]
         total += n
         most = max(most, n)
-        if n > 0:
+        if n > 0:  # (a visited move is legal)
             p = max(prior[flat, a], _TINY)
-            weighted += p * (child_value_sum[flat, a] / n)
+            q = child_value_sum[flat, a] / n
+            weighted += p * q
             weight_sum += p
+            if rescale:
+                low, high = min(low, q), max(high, q)
+        elif rescale and legal[flat, a] != 0:
+            unvisited = True
     mean_q = weighted / max(weight_sum, _TINY)
     mixed = (raw + total * mean_q) / (np.float32(1.0) + total)
     scale = (np.float32(c_visit) + most) * np.float32(c_scale)
-    low, span = np.float32(0.0), np.float32(1.0)  # (read only with rescale)
+    span = np.float32(1.0)  # (read only with rescale)
     if rescale:
-        low, high = _INF, -_INF
-        for a in range(actions):
-            if legal[flat, a] != 0:
-                n = child_visits[flat, a]
-                q = child_value_sum[flat, a] / n if n > 0 else mixed
-                low, high = min(low, q), max(high, q)
+        if unvisited:
+            low, high = min(low, mixed), max(high, mixed)
         span = max(high - low, _RESCALE_EPSILON)
     for a in range(actions):
         n = child_visits[flat, a]
