@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 from tqdm import tqdm
 
-from games import NO_ACTION, Game, make_from_spec, sample_uniform_legal
+from games import NO_ACTION, Game, make_from_spec, opening_move
 from games.random import fold, keys_of
 
 from .elo import match_elo
@@ -214,20 +214,12 @@ def _play_batch(game, player_a, player_b, ids, seed, device, bar, openings):
 
 
 def opening_moves(game: Game, state, keys: torch.Tensor, plies: int) -> torch.Tensor:
-    """A uniformly random legal move of each game (long [n]) among those that do not end it: an
-    opening is for the players to play out (a pass after a pass in Go, the last cell of
-    tic-tac-toe). UserError where every legal move ends the game (too many opening plies)."""
-    legal = game.legal_mask(state).clone()  # (changed below)
-    action = sample_uniform_legal(legal, keys)
-    for attempt in range(1, game.num_actions + 1):
-        ends = game.step(state, action).done & ~state.done
-        if not bool(ends.any()):
-            return action
-        legal[ends, action[ends]] = False  # draw again among the other moves
-        if bool((ends & ~legal.any(dim=1)).any()):
-            raise UserError(f"{plies} random opening moves cannot avoid finishing a game of {game.spec} before the "
-                            "players move; open with fewer plies")
-        action = torch.where(ends, sample_uniform_legal(legal, fold(keys, attempt)), action)
+    """A uniformly random legal move of each game (long [n]) among those that do not end it
+    (games.opening_move). UserError where every legal move ends the game (too many opening plies)."""
+    action = opening_move(game, state, keys)
+    if bool(((action == NO_ACTION) & ~state.done).any()):
+        raise UserError(f"{plies} random opening moves cannot avoid finishing a game of {game.spec} before the "
+                        "players move; open with fewer plies")
     return action
 
 

@@ -38,7 +38,7 @@ KataGo's training signals (Wu 2019), each a switch of the config:
   and early moves sampled), the search's value less noisy but biased by the network.
 * Random openings (`selfplay.opening_plies` = n > 0): each game, when it starts, plays its
   own number of uniformly random legal moves, drawn uniformly from 0 to n, none of which
-  ends it (as a match's openings, arena.opening_moves; a game whose every legal move
+  ends it (as a match's openings, games.opening_move; a game whose every legal move
   would end it stops its opening there); the searches begin after them, and the random
   moves' positions are not samples (`search.temperature_moves` counts them). In a game
   whose self-play ends mostly in draws (8x8 gomoku: nine games in ten), the unbalanced
@@ -59,12 +59,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from games import NO_ACTION, Game, State, player_sign
+from games import NO_ACTION, Game, State, opening_move, player_sign
 from games.random import fold, make_keys, uniform
 
-from .arena import opening_moves
 from .config import SearchConfig, SelfPlayConfig
-from .errors import UserError
 from .network import PolicyValueNet
 from .search.forced import prune_forced_visits
 from .search.network_search import NetworkSearch, add_dirichlet_noise, default_alpha
@@ -291,25 +289,13 @@ class SelfPlay:
             rows = (plies > ply).nonzero().squeeze(1)
             if rows.numel() == 0:
                 break
-            ply_keys = fold(keys.index_select(0, rows), 1000 + ply)
-            try:
-                action = opening_moves(self.game, states.take(rows), ply_keys, self.opening_plies)
-            except UserError:  # some game has only moves that end it: its opening stops here
-                action = torch.stack([self._opening_move(states.take(row.view(1)), ply_keys[i:i + 1])
-                                      for i, row in enumerate(rows)])
-                stuck = action == NO_ACTION
-                plies[rows[stuck]] = ply
-                rows, action = rows[~stuck], action[~stuck]
+            action = opening_move(self.game, states.take(rows), fold(keys.index_select(0, rows), 1000 + ply))
+            stuck = action == NO_ACTION  # every legal move would end the game: its opening stops here
+            plies[rows[stuck]] = ply
+            rows, action = rows[~stuck], action[~stuck]
             if rows.numel():
                 states.put_(rows, self.game.step(states.take(rows), action))
         return states
-
-    def _opening_move(self, state: State, key: torch.Tensor) -> torch.Tensor:
-        """One game's random opening move (long []), NO_ACTION if every legal move would end it."""
-        try:
-            return opening_moves(self.game, state, key, self.opening_plies)[0]
-        except UserError:
-            return torch.tensor(NO_ACTION)
 
     def _full_searches(self, keys: torch.Tensor) -> torch.Tensor:
         """bool [B]: the games whose move gets a full search (all of them without playout cap randomization)."""

@@ -16,6 +16,7 @@ from .base import (
     State,
     Symmetry,
     player_sign,
+    opening_move,
     sample_uniform_legal,
 )
 from .connect4 import ConnectFour
@@ -44,6 +45,7 @@ __all__ = [
     "parse_spec",
     "presets",
     "player_sign",
+    "opening_move",
     "sample_uniform_legal",
 ]
 

@@ -82,7 +82,7 @@ import torch
 
 from . import kernels
 from .options import Option, is_whole_number, read_options
-from .random import Source, advance, random_true, uniform
+from .random import Source, advance, fold, random_true, uniform
 
 NO_ACTION = -1
 BOARD_STYLES = ("squares", "lines", "green", "frame")  # the values of `Game.board_style`
@@ -596,6 +596,24 @@ def live_rows(mask: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
     boolean broadcasts run an order of magnitude slower than its integer arithmetic."""
     live = done.logical_not().view(-1, 1).view(torch.uint8)
     return (mask.view(torch.uint8) * live).view(torch.bool)
+
+
+def opening_move(game: "Game", state: "State", keys: torch.Tensor) -> torch.Tensor:
+    """A uniformly random legal move of each game (long [n]) among those that do not end it,
+    drawn from its key (long [n]): an opening is for the players to play out (a pass after a
+    pass in Go, the last cell of tic-tac-toe). NO_ACTION where every legal move would end
+    the game."""
+    legal = game.legal_mask(state).clone()  # (changed below)
+    action = sample_uniform_legal(legal, keys)
+    stuck = torch.zeros_like(state.done)
+    for attempt in range(1, game.num_actions + 1):
+        ends = game.step(state, action).done & ~state.done & ~stuck
+        if not bool(ends.any()):
+            break
+        legal[ends, action[ends]] = False  # draw again among the other moves
+        stuck |= ends & ~legal.any(dim=1)  # (keeping their ending move, so that the batch still steps)
+        action = torch.where(ends & ~stuck, sample_uniform_legal(legal, fold(keys, attempt)), action)
+    return torch.where(stuck, NO_ACTION, action)
 
 
 def sample_uniform_legal(mask: torch.Tensor, source: Source = None) -> torch.Tensor:
