@@ -282,7 +282,6 @@ class SelfPlay:
         states = self.game.initial_state(ids.numel())
         if self.opening_plies == 0:
             return states
-        states = states.clone()  # (written in place below; Go's initial fields share one tensor)
         keys = fold(self._game_keys(ids), 0x0FE4)
         plies = (uniform(keys, (ids.numel(), 1)).squeeze(1) * (self.opening_plies + 1)).long()
         for ply in range(self.opening_plies):

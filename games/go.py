@@ -303,15 +303,17 @@ class Go(Game):
         return (chain.gather(1, labels[:, :cells]) == 1) & (padded[:, :cells] != 0)
 
     def initial_state(self, batch: int = 1, device="cpu") -> GoState:
-        zeros = torch.zeros(batch, dtype=torch.long, device=device)
+        def zeros():  # each field its own tensor: a caller may write one in place (State.put_)
+            return torch.zeros(batch, dtype=torch.long, device=device)
+
         return self._settle(
             self._padded(torch.zeros(batch, self.num_cells, dtype=torch.int8, device=device)),
             None,
-            zeros,
+            zeros(),
             torch.full((batch, self.move_cap + 1), EMPTY_SLOT, dtype=torch.long, device=device),
-            zeros,
+            zeros(),
             torch.zeros(batch, dtype=torch.bool, device=device),
-            move_number=zeros,
+            move_number=zeros(),
             last_action=torch.full((batch,), -1, dtype=torch.long, device=device),
         )
 
