@@ -482,12 +482,17 @@ def bench_overhead(seconds: float, repeats: int, *, batch: int = 256, simulation
 def bench_gumbel(seconds: float, repeats: int) -> dict:
     """Gumbel AlphaZero's simulations per second against PUCT's, same network, positions and
     batch, fresh trees (the cost of Gumbel's root schedule and selection; the network calls
-    are the same)."""
+    are the same), and Gumbel with sigma's Q min-max normalised (`rescale_q`, the gomoku
+    preset's) against plain sigma at the same c_scale. The network is untrained: with a
+    trained one rescale_q's values steer the walks more and cost more (docs/BENCHMARKS.md)."""
     from .search.network_search import NetworkSearch
 
     config, game, net = _learner_parts()
     batch, sims = config.selfplay.games, 32
     puct, gumbel = NetworkSearch(game, net), NetworkSearch(game, net, algorithm="gumbel")
+    c_scale = config.search.c_scale
+    plain = NetworkSearch(game, net, algorithm="gumbel", c_scale=c_scale)
+    rescaled = NetworkSearch(game, net, algorithm="gumbel", c_scale=c_scale, rescale_q=True)
     roots = game.initial_state(batch)
     for ply in range(4):  # different positions, different legal moves
         roots = game.step(roots, games.sample_uniform_legal(game.legal_mask(roots), make_keys(ply, batch)))
@@ -497,13 +502,18 @@ def bench_gumbel(seconds: float, repeats: int) -> dict:
         puct.search(puct.fresh_tree(roots, keys, sims + 1), sims)
         return float(batch * sims)
 
-    def gumbel_search() -> float:
-        gumbel.gumbel_search(roots, keys, sims, noise=True)
-        return float(batch * sims)
+    def searching(searcher) -> Callable[[], float]:
+        def work() -> float:
+            searcher.gumbel_search(roots, keys, sims, noise=True)
+            return float(batch * sims)
+        return work
 
-    puct_rate, gumbel_rate = rates(puct_search, gumbel_search, seconds=seconds, repeats=repeats)
+    puct_rate, gumbel_rate, plain_rate, rescaled_rate = rates(
+        puct_search, searching(gumbel), searching(plain), searching(rescaled), seconds=seconds, repeats=repeats)
     return {"puct_sims_per_s": puct_rate, "gumbel_sims_per_s": gumbel_rate, "gumbel_vs_puct": gumbel_rate / puct_rate,
-            "batch": batch, "simulations": sims, "considered_actions": gumbel.considered_actions}
+            "batch": batch, "simulations": sims, "considered_actions": gumbel.considered_actions,
+            "c_scale": c_scale, "plain_sigma_sims_per_s": plain_rate, "rescale_q_sims_per_s": rescaled_rate,
+            "rescale_q_vs_plain": rescaled_rate / plain_rate}
 
 
 def bench_selfplay(seconds: float, repeats: int) -> dict:
