@@ -185,6 +185,8 @@ def describe_analysis(game: Game, analysis: Analysis, *, top: int = 5) -> dict:
     visits = analysis.visits[0]
     q = analysis.q[0]
     best = int(analysis.action[0])
+    if not 0 <= best < game.num_actions:  # RESIGN or NO_ACTION: callers answer those themselves
+        raise ValueError(f"describe_analysis: {best} is no move of {game.spec}")
     # the side to move's win-rate: the value of the move chosen (the mean over all moves
     # would count the search's exploration of bad moves against the position)
     value = float(q[best]) if visits[best] > 0 else float(analysis.value[0])

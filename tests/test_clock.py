@@ -104,8 +104,9 @@ def test_the_piskvork_brain_and_the_gtp_engine_settle_each_engine_they_make(monk
 
     settled = []
     monkeypatch.setattr(azero.session, "settle_memory", lambda: settled.append(1))
-    monkeypatch.setattr(sys, "stdin", io.StringIO("START 8\nSTART 9\nEND\n"))
-    assert pbrain.main(["--player", "random"]) == 0 and len(settled) == 2  # one engine a START
+    monkeypatch.setattr(sys, "stdin", io.StringIO("START 15\nSTART 9\nEND\n"))
+    # 15 x 15's engine made at start-up (a bad spec is an error before serving) and used by START 15; 9 x 9's
+    assert pbrain.main(["--player", "random"]) == 0 and len(settled) == 2
     settled.clear()
     monkeypatch.setattr(sys, "stdin", io.StringIO("boardsize 7\nboardsize 5\nquit\n"))
     assert gtp.main(["--game", "go:size=7", "--player", "random"]) == 0

@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -18,12 +19,13 @@ import torch
 import games
 from azero.checkpoint import atomic_save, network_checkpoint
 from azero.errors import UserError
-from azero.player import MAX_SECONDS
+from azero.player import MAX_SECONDS, RESIGN, Analysis
 from azero.protocols import analysis
 from azero.protocols.gtp import Clock, GTPEngine
 from azero.players.flatmc import FlatMCPlayer
 from azero.protocols.piskvork import Brain
-from azero.session import Engine
+from azero.session import Engine, describe_analysis
+from azero.web import guard
 from azero.web.server import start_server
 from games import GameError
 from games.options import MAX_DIGITS, is_whole_number
@@ -160,6 +162,92 @@ def test_gtp_keeps_the_game_when_the_engine_for_a_new_size_or_komi_cannot_be_mad
     assert replies[-1].startswith("= ") and len(engine.session.actions) == 2
 
 
+class ScriptedEngine:
+    """An engine that answers every think with one action (RESIGN, or a move chosen by the test),
+    as an external engine behind `gtp:` may, and records the budgets it was given."""
+
+    name = "scripted"
+
+    def __init__(self, game, action: int, budget: dict | None = None):
+        self.game, self.action, self.own_budget, self.asked = game, action, budget or {}, []
+
+    def budget(self) -> dict:
+        return dict(self.own_budget)
+
+    def think(self, state, **budget):
+        self.asked.append(budget)
+        zeros = torch.zeros(1, self.game.num_actions)
+        return Analysis(action=torch.tensor([self.action]), visits=zeros, q=zeros.clone(), value=torch.zeros(1),
+                        pv=[[self.action]])
+
+
+def test_gtp_answers_resign_for_an_engine_that_resigns_and_plays_nothing_for_it():
+    engine, replies = gtp(lambda game: ScriptedEngine(game, RESIGN))
+    engine.handle("play b c3")
+    engine.handle("genmove w")
+    assert replies[-1] == "= resign\n\n" and engine.resigned == 1
+    assert engine.session.actions == [engine.game.parse_action("c3")]
+    assert "RE[B+R]" in engine.gtp_printsgf([])
+    engine, replies = gtp(lambda game: ScriptedEngine(game, RESIGN))
+    engine.handle("play b c3")
+    engine.handle("genmove b")  # white must pass first, implicitly: not when black then resigns
+    assert replies[-1] == "= resign\n\n" and len(engine.session.actions) == 1
+
+
+def test_gtp_refuses_an_engine_move_that_is_illegal_before_playing_the_implicit_pass():
+    game = games.make_from_spec("go:size=5")
+    engine, replies = gtp(lambda game: ScriptedEngine(game, game.parse_action("c3")))
+    engine.handle("play b c3")
+    engine.handle("genmove b")  # white passes implicitly, then black's c3 is occupied
+    assert replies[-1].startswith("? scripted chose") and "not a legal move" in replies[-1]
+    assert engine.session.actions == [game.parse_action("c3")] and engine.session.to_play == 1
+
+
+def test_gtp_plays_on_when_its_sgf_folder_goes_away(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    engine, replies = gtp()
+    engine.sgf_folder = blocker / "records"  # a folder that cannot be made: its parent is a file
+    engine.handle("play b c3")
+    engine.handle("clear_board")
+    assert replies[-1] == "=\n\n" and engine.session.actions == []
+    assert "the game's record was not saved" in capsys.readouterr().err
+    engine.handle("play b c3")
+    assert engine.handle("quit") is False and replies[-1] == "=\n\n"
+
+
+def test_gtp_game_records_of_two_engines_in_one_folder_do_not_replace_each_other(tmp_path, monkeypatch):
+    from azero.protocols import gtp as gtp_module
+
+    for process in (101, 102):  # two engine processes, each saving its first game in the same second
+        monkeypatch.setattr(gtp_module.os, "getpid", lambda: process)
+        engine, _ = gtp()
+        engine.sgf_folder = tmp_path
+        engine.handle("play b c3")
+        engine.handle("clear_board")
+    assert len(list(tmp_path.glob("gtp-*.sgf"))) == 2
+
+
+def test_the_analysis_engine_names_a_resignation_and_bounds_a_search_of_simulations_in_time():
+    game = games.make_from_spec("go:size=5")
+    replies = ask(ScriptedEngine(game, RESIGN), '{"id": 1}')
+    assert replies == [{"id": 1, "to_play": "first", "best_move": "resign"}]
+    engine = ScriptedEngine(game, game.parse_action("c3"))
+    replies = ask(engine, '{"id": 2, "simulations": 10000000}', '{"id": 3, "simulations": 5, "seconds": 2}',
+                  '{"id": 4}')
+    assert [r["best_move"] for r in replies] == ["C3"] * 3
+    assert engine.asked == [{"simulations": 10_000_000, "seconds": MAX_SECONDS}, {"simulations": 5, "seconds": 2}, {}]
+    clocked = ScriptedEngine(game, game.parse_action("c3"), budget={"seconds": 1.0})  # --seconds: its own clock
+    ask(clocked, '{"id": 5, "simulations": 100}')
+    assert clocked.asked == [{"simulations": 100}]
+
+
+def test_describe_analysis_refuses_to_name_a_resignation_as_a_move():
+    game = games.make_from_spec("go:size=5")
+    with pytest.raises(ValueError, match="no move"):
+        describe_analysis(game, ScriptedEngine(game, RESIGN).think(game.initial_state(1)))
+
+
 def ask(engine: Engine, *lines: str) -> list[dict]:
     sink = io.StringIO()
     analysis.serve(engine, io.StringIO("".join(line + "\n" for line in lines)), sink)
@@ -237,6 +325,31 @@ def test_no_other_page_may_frame_the_board_and_a_big_sgf_file_is_read(board):
             assert reply.status == 200 and json.loads(reply.read())["moves"] == ["d4"]
     finally:
         server.shutdown()
+
+
+def test_the_board_refuses_text_no_utf_8_can_hold_and_keeps_serving_its_record(board):
+    server = start_server(board, 0)
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        record = '{"sgf": "(;GM[4]SZ[7]PB[\\ud800]PW[x];B[dd])"}'  # JSON's escape of a lone surrogate
+        sent = urllib.request.Request(url + "api/sgf", data=record.encode(), headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(sent, timeout=30)
+        assert refused.value.code == 400 and "not Unicode" in json.loads(refused.value.read())["error"]
+        with urllib.request.urlopen(url + "api/sgf", timeout=30) as reply:
+            assert reply.status == 200
+    finally:
+        server.shutdown()
+
+
+def test_a_board_on_port_80_answers_its_page_which_browsers_name_without_the_port():
+    for host in ("127.0.0.1", "localhost", "127.0.0.1:80"):
+        guard.check_host({"Host": host}, 80)
+    guard.check_sender({"Origin": "http://localhost", "Content-Type": "application/json"}, 80)
+    with pytest.raises(guard.Refused):
+        guard.check_host({"Host": "127.0.0.1"}, 8080)
+    with pytest.raises(guard.Refused):
+        guard.check_sender({"Origin": "http://localhost", "Content-Type": "application/json"}, 8080)
 
 
 def test_flat_monte_carlo_keeps_to_the_budget_and_the_clock_it_is_given():
@@ -331,6 +444,10 @@ def test_a_checkpoint_path_with_an_equals_sign_plays(tmp_path):
      "the --opponent moves first"),
     ("play.py", ["--game", "tictactoe", "--opponent", "random", "--no-browser"], "--no-browser goes with --gui"),
     ("play.py", ["--game", "tictactoe", "--opponent", "random", "--port", "8080"], "--port goes with --gui"),
+    # the brain makes its first engine before serving: a bad spec or budget is not an ERROR at every START
+    ("pbrain.py", ["--player", "bogus"], "unknown player"),
+    ("pbrain.py", ["--player", "random", "--sims", "0"], "--sims must be positive"),
+    ("pbrain.py", ["--player", "uct:10", "--sims", "999999999999"], "out of range"),
 ])
 def test_absurd_command_line_values_are_one_line_errors(script, args, words):
     out = run(script, args)
@@ -342,3 +459,11 @@ def test_evaluate_refuses_an_sgf_folder_it_cannot_write_before_playing(tmp_path)
     taken.write_text("")
     out = run("evaluate.py", ["--game", "gomoku:size=7,k=4", "--a", "random", "--b", "random", "--sgf", str(taken)])
     assert out.returncode == 2 and "is a file, not a folder" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_the_gtp_engine_refuses_an_sgf_folder_it_cannot_write_before_serving(tmp_path):
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    out = run("gtp.py", ["--game", "go:size=5", "--player", "random", "--sgf", str(taken / "sub")], "name\n")
+    assert out.returncode == 2 and "--sgf" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert out.stdout == ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import cli_entry
-from . import protocol_streams, torch_device
+from . import protocol_streams, torch_device, writable_folder_problem
 
 
 @cli_entry
@@ -43,6 +43,9 @@ def main(argv=None) -> int:
             parser.error(f"--{name} must be positive")
     game = game_from_args(args.game, args.checkpoint)
     check_game(game)
+    problem = args.sgf and writable_folder_problem(args.sgf)  # now, not at the first clear_board
+    if problem:
+        parser.error(f"--sgf {args.sgf}: {problem}")
 
     make_engine = engine_maker(args.player, checkpoint=args.checkpoint, simulations=args.sims, seconds=args.seconds,
                                device=args.device, seed=args.seed)

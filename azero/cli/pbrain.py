@@ -11,8 +11,8 @@ from . import protocol_streams, torch_device
 @cli_entry
 def main(argv=None) -> int:
     from ..checkpoint import load_checkpoint
-    from ..errors import UserError
-    from ..protocols.piskvork import check_brain_game, serve
+    from ..errors import USER_ERRORS, UserError
+    from ..protocols.piskvork import brain_game, check_brain_game, serve
     from ..session import engine_maker
 
     parser = argparse.ArgumentParser(
@@ -27,6 +27,8 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="cpu", type=torch_device, help="torch device for the network (default cpu)")
     parser.add_argument("--seed", type=int, default=0, help="random seed")
     args = parser.parse_args(argv)
+    if args.sims is not None and args.sims <= 0:
+        parser.error("--sims must be positive")
     fixed = None
     if args.checkpoint:
         import games
@@ -39,4 +41,18 @@ def main(argv=None) -> int:
 
     make_engine = engine_maker(args.player, checkpoint=args.checkpoint, simulations=args.sims, device=args.device,
                                seed=args.seed)
-    return serve(make_engine, *protocol_streams(), fixed=fixed)
+    # the first engine is made now, for the game a manager most likely starts (the checkpoint's own,
+    # or 15 x 15), so a bad player spec or budget is an error here and not at every START
+    first_game = fixed or brain_game(15, 15, False)
+    try:
+        made = [(first_game, make_engine(first_game))]
+    except USER_ERRORS as error:
+        parser.error(str(error))
+
+    def engine_for(game):
+        if made and made[0][0] == game:
+            return made.pop()[1]
+        made.clear()
+        return make_engine(game)
+
+    return serve(engine_for, *protocol_streams(), fixed=fixed)

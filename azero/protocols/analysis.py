@@ -9,8 +9,9 @@ One request per line on stdin, one answer per line on stdout, each echoing the i
 Keys of a request: id (any JSON value, echoed), moves (the game so far, as move text;
 default empty), simulations or seconds (default: the engine's budget), top (how many
 moves to list, default 5). Budgets are limited (azero/player.py: simulations
-1..100,000,000, seconds up to 3600) and a search's tree by the tree memory limit
-(azero/search/memory.py). A bad request gets {"id": ..., "error": "..."}, naming the
+1..100,000,000, seconds up to 3600; a search given simulations alone also stops after
+3600 seconds) and a search's tree by the tree memory limit (azero/search/memory.py).
+An engine that resigns (an external one, `gtp:...`) answers "best_move": "resign". A bad request gets {"id": ..., "error": "..."}, naming the
 limit where it is one, and the engine keeps reading. {"id": ..., "quit": true} or the end of input stops it.
 """
 
@@ -23,6 +24,7 @@ from typing import TextIO
 from games import GameError
 
 from ..errors import UserError, internal_error
+from ..player import MAX_SECONDS, RESIGN
 from ..session import Engine, GameSession, check_budget, describe_analysis
 
 KNOWN = {"id", "moves", "simulations", "seconds", "top", "quit"}
@@ -39,6 +41,8 @@ def answer(engine: Engine, request: dict) -> dict:
     if isinstance(budget.get("simulations"), float) and budget["simulations"].is_integer():
         budget["simulations"] = int(budget["simulations"])  # JSON's 1e3
     check_budget(**budget)
+    if "simulations" in budget and "seconds" not in budget and "seconds" not in engine.budget():
+        budget["seconds"] = MAX_SECONDS  # a search of simulations alone ends within the hour too
     top = request.get("top", 5)
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise UserError("top must be a positive integer")
@@ -46,7 +50,10 @@ def answer(engine: Engine, request: dict) -> dict:
     session.set_moves(moves)
     if session.over:
         raise UserError(f"the game is over after these moves ({session.result_text()})")
-    info = describe_analysis(engine.game, engine.think(session.state, **budget), top=top)
+    analysis = engine.think(session.state, **budget)
+    if int(analysis.action[0]) == RESIGN:  # an external engine behind `gtp:` gives the game up here
+        return {"to_play": "first" if session.to_play == 0 else "second", "best_move": "resign"}
+    info = describe_analysis(engine.game, analysis, top=top)
     return {"to_play": "first" if session.to_play == 0 else "second", **info}
 
 

@@ -38,6 +38,8 @@ External GTP engines as players live in azero/protocols/gtp_client.py.
 from __future__ import annotations
 
 import datetime
+import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
@@ -49,7 +51,7 @@ from games.options import is_whole_number
 
 from .. import __version__
 from ..errors import UserError, internal_error
-from ..player import MAX_SECONDS
+from ..player import MAX_SECONDS, RESIGN
 from ..session import Engine, GameSession, describe_analysis
 from ..sgf import black_margin, resignation_text, score_text, to_sgf, write_sgf
 from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_colour, parse_vertex
@@ -347,11 +349,15 @@ class GTPEngine:
             analysis = self.engine.think(state, **({} if seconds is None else {"seconds": seconds}))
             action = int(analysis.action[0])
             threshold = self.resign_threshold
-            if threshold is not None and describe_analysis(self.game, analysis)["winrate"] < threshold:
+            # the engine resigns (an external engine behind `gtp:`), or its move's win-rate is below --resign-threshold
+            if action == RESIGN or (threshold is not None
+                                    and describe_analysis(self.game, analysis)["winrate"] < threshold):
                 if commit:
                     self.resigned = colour
                     self.engine_colours.add(colour)
                 return "resign"
+            if action not in legal:  # checked before anything is played: a refused genmove leaves the board as it was
+                raise UserError(f"{self.engine.name} chose {action}, not a legal move here")
         if commit:
             if must_pass:
                 self._play_move(self.game.pass_action, implicit=True)
@@ -383,13 +389,20 @@ class GTPEngine:
         return info
 
     def _save(self) -> None:
-        """Write the game so far as SGF (with --sgf) if it has moves."""
+        """Write the game so far as SGF (with --sgf) if it has moves. A record that cannot be
+        written (the folder gone or full) is said on stderr; the command that saves it (clear_board,
+        boardsize, quit) still does its work. The process id in the name keeps two engines writing
+        into one folder in the same second from replacing each other's records."""
         if self.sgf_folder is None or not self.session.actions:
             return
         self.saved += 1
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        write_sgf(self.sgf_folder / f"gtp-{stamp}-{self.saved:03d}.sgf", self.game, self.session.actions,
-                  **self._sgf_info())
+        path = self.sgf_folder / f"gtp-{stamp}-{os.getpid()}-{self.saved:03d}.sgf"
+        try:
+            write_sgf(path, self.game, self.session.actions, **self._sgf_info())
+        except OSError as error:
+            print(f"gtp: the game's record was not saved: {path}: {error.strerror or error}", file=sys.stderr,
+                  flush=True)
 
     def finish(self) -> None:
         """The session ends: save the game (once)."""

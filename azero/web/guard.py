@@ -34,7 +34,10 @@ class Refused(Exception):
 
 
 def own_hosts(port: int) -> tuple[str, ...]:
-    return f"127.0.0.1:{port}", f"localhost:{port}"
+    """The Host values (and, after http://, the Origins) that name this server; browsers leave
+    HTTP's default port 80 out of both."""
+    hosts = f"127.0.0.1:{port}", f"localhost:{port}"
+    return hosts + ("127.0.0.1", "localhost") if port == 80 else hosts
 
 
 def check_host(headers, port: int) -> None:

@@ -147,6 +147,11 @@ def make_handler(gui: Gui):
                     raise ValueError
             except (ValueError, RecursionError):
                 return self._json(400, {"error": "the request body must be a JSON object"})
+            try:  # JSON's \ud800 escapes make text no UTF-8 can hold, which the board would store and fail to send
+                json.dumps(data, ensure_ascii=False).encode()
+            except UnicodeEncodeError:
+                return self._json(400, {"error": "the request holds text that is not Unicode (a lone surrogate such "
+                                                 "as \\ud800)"})
             try:
                 unknown = sorted(set(data) - KEYS[self.path]) if self.path in KEYS else []
                 if unknown:
