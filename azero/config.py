@@ -71,7 +71,8 @@ class SearchConfig:
                                 "k (2 in the paper), 0 = off", low=0)
     precision: str = _f("auto", "network arithmetic in the search: auto = for batches of 16 or more on a CPU, "
                         "int8 if it has VNNI (AVX-512 VNNI / AVX-VNNI / AMX), else bfloat16 if it runs that "
-                        "natively (AVX-512 BF16 / AMX), else float32; float32 on GPUs and for smaller batches",
+                        "natively (AVX-512 BF16 / AMX), else int8 if it has AVX2, else float32; float32 on GPUs "
+                        "and for smaller batches",
                         choices=PRECISIONS)
 
 

@@ -49,7 +49,7 @@ from games.base import player_signs
 from games.options import field_option, read_option
 
 from .errors import UserError
-from .quantized import Int8Network, calibration_positions, native_int8
+from .quantized import Int8Network, calibration_positions, fast_int8, native_int8
 from .search.evaluators import one_thread_if
 
 VALUE_HEADS = ("scalar", "wdl")
@@ -290,6 +290,19 @@ def native_bfloat16() -> bool:
         return False
 
 
+def auto_precision(device: torch.device | str) -> str:
+    """What precision "auto" runs batches in on `device`, fastest first: int8 on a CPU with VNNI,
+    bfloat16 on one that runs it natively, int8 on one with AVX2 (docs/BENCHMARKS.md, "Int8
+    without VNNI"), else float32 (and always on GPUs)."""
+    if torch.device(device).type != "cpu":
+        return "float32"
+    if native_int8():
+        return "int8"
+    if native_bfloat16():
+        return "bfloat16"
+    return "int8" if fast_int8() else "float32"
+
+
 class NetworkEvaluator:
     """The search's leaf evaluator: one forward pass for all leaves of all trees.
 
@@ -309,7 +322,8 @@ class NetworkEvaluator:
     back to float32; priors and values within about 1% of float32's); "int8" (on the
     CPU only: `azero.quantized`); or "auto" (the default): for batches of at least
     LOW_PRECISION_MIN_BATCH positions on the CPU, int8 where the CPU has VNNI, else
-    bfloat16 where it runs bfloat16 natively, else float32; float32 for smaller batches
+    bfloat16 where it runs bfloat16 natively, else int8 where it has AVX2, else float32
+    (`auto_precision`); float32 for smaller batches
     (one position at a time is play and analysis, where float32's precision is worth
     keeping) and on GPUs.
     """
@@ -326,9 +340,8 @@ class NetworkEvaluator:
         self.calls = 0
         self.positions = 0
         self._frozen: dict[tuple, tuple] = {}  # (precision, training, single) -> (weights version, module)
-        on_cpu = self.device.type == "cpu"
-        self._can_freeze = on_cpu
-        self._auto = "int8" if on_cpu and native_int8() else "bfloat16" if on_cpu and native_bfloat16() else "float32"
+        self._can_freeze = self.device.type == "cpu"
+        self._auto = auto_precision(self.device)
         self._calibration: torch.Tensor | None = None  # int8's calibration positions, made once
         self._weights = list(itertools.chain(net.parameters(), net.buffers()))
         self._fixed: dict[int, dict] = {}  # thread -> the modules looked up in its `fixed_weights` block

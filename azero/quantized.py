@@ -46,23 +46,23 @@ VNNI_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 def _quiet():
     """PyTorch 2.13 warns that its quantized tensors are deprecated (torchao is to replace them);
     they are what runs int8 convolutions on the CPU without a compiler toolchain, and
-    `native_int8` checks that they still work, so "auto" falls back where they do not."""
+    `int8_runs` checks that they still work, so "auto" falls back where they do not."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*quantized tensor creation functions.*deprecated")
         yield
 
 
-@functools.cache
-def native_int8() -> bool:
-    """Whether this CPU multiplies int8 with 32-bit accumulation (VNNI) under an x86 quantized
-    engine, and PyTorch's quantized convolutions run here."""
-    if torch.backends.quantized.engine not in QUANTIZED_ENGINES:
-        return False
+def _cpu_flags() -> set[str]:
     try:
-        flags = set(Path("/proc/cpuinfo").read_text().split())
+        return set(Path("/proc/cpuinfo").read_text().split())
     except OSError:
-        return False
-    if not any(flag in flags for flag in VNNI_FLAGS):
+        return set()
+
+
+@functools.cache
+def int8_runs() -> bool:
+    """Whether PyTorch's quantized convolutions run here under an x86 quantized engine."""
+    if torch.backends.quantized.engine not in QUANTIZED_ENGINES:
         return False
     try:  # a 1x1 convolution of one pixel, as Int8Network runs them
         with _quiet():
@@ -73,6 +73,21 @@ def native_int8() -> bool:
             return float(torch.ops.quantized.conv2d_relu(x, packed, 1.0, 0).dequantize()) == 1.0
     except (AttributeError, RuntimeError, NotImplementedError):
         return False
+
+
+@functools.cache
+def native_int8() -> bool:
+    """Whether this CPU multiplies int8 with 32-bit accumulation (VNNI) and int8 runs here."""
+    return bool(_cpu_flags() & set(VNNI_FLAGS)) and int8_runs()
+
+
+@functools.cache
+def fast_int8() -> bool:
+    """Whether int8 runs here faster than float32: with VNNI, or with AVX2, whose kernels add
+    pairs of products in 16 bits (128 activation levels). On a Zen 3 (AVX2, no VNNI) int8 ran
+    1.9-3.1x float32 on every preset's network at batches of 16-256, and played even with it
+    at equal simulations (docs/BENCHMARKS.md, "Int8 without VNNI")."""
+    return bool(_cpu_flags() & {*VNNI_FLAGS, "avx2"}) and int8_runs()
 
 
 def calibration_positions(game: Game, count: int = 256, seed: int = 0) -> torch.Tensor:

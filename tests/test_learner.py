@@ -19,8 +19,8 @@ from games.random import make_keys
 from azero.checkpoint import atomic_save, load_checkpoint, network_checkpoint, network_from_checkpoint
 from azero.config import ConfigError, load_config
 from azero.errors import UserError
-from azero.network import NetworkConfig, NetworkEvaluator, PolicyValueNet, masked_softmax
-from azero.quantized import Int8Network, calibration_positions, native_int8
+from azero.network import NetworkConfig, NetworkEvaluator, PolicyValueNet, auto_precision, masked_softmax
+from azero.quantized import Int8Network, calibration_positions
 from azero.players import parse_spec
 from azero.players.az import make_az_player
 from azero.replay import ReplayBuffer
@@ -421,10 +421,7 @@ def test_bfloat16_inference_stays_close_to_float32_and_auto_chooses_by_batch():
     assert approx.precision_for(1) == "bfloat16" and exact.precision_for(1024) == "float32"
     auto = NetworkEvaluator(net, game)
     assert auto.precision_for(1) == "float32"  # one position at a time: play and analysis keep float32
-    from azero.network import native_bfloat16
-
-    expected = "int8" if native_int8() else "bfloat16" if native_bfloat16() else "float32"
-    assert auto.precision_for(128) == expected
+    assert auto.precision_for(128) == auto_precision("cpu")
     net.train()
     assert auto.precision_for(128) == "float32"  # the trainer's forward passes are float32
     net.eval()
@@ -432,6 +429,43 @@ def test_bfloat16_inference_stays_close_to_float32_and_auto_chooses_by_batch():
         NetworkEvaluator(net, game, precision="half")
     with pytest.raises(ValueError, match="int8 runs on the CPU only"):
         NetworkEvaluator(net, game, device="cuda", precision="int8")
+
+
+@pytest.mark.parametrize("vnni, bf16, avx2, expected", [
+    (True, True, True, "int8"),  # Zen 4, Sapphire Rapids
+    (True, False, True, "int8"),  # Ice Lake, Zen 5 without BF16 exposed
+    (False, True, True, "bfloat16"),
+    (False, False, True, "int8"),  # Zen 3, Haswell..Skylake: int8 ran 2-3x float32 on a Zen 3
+    (False, False, False, "float32"),  # no fast int8 kernels, no bfloat16
+])
+def test_auto_precision_takes_the_fastest_arithmetic_the_cpu_has(monkeypatch, vnni, bf16, avx2, expected):
+    """auto's order: int8 with VNNI, then native bfloat16, then int8 on AVX2, then float32; GPUs float32."""
+    import azero.network as network
+
+    monkeypatch.setattr(network, "native_int8", lambda: vnni)
+    monkeypatch.setattr(network, "native_bfloat16", lambda: bf16)
+    monkeypatch.setattr(network, "fast_int8", lambda: vnni or avx2)
+    assert auto_precision("cpu") == expected
+    assert auto_precision("cuda") == "float32"
+    game = games.make("tictactoe")
+    evaluator = NetworkEvaluator(PolicyValueNet(NetworkConfig(blocks=1, channels=8, value_hidden=8), game).eval(), game)
+    assert evaluator.precision_for(64) == expected and evaluator.precision_for(1) == "float32"
+
+
+def test_fast_int8_reads_the_cpu_flags(monkeypatch):
+    """AVX2 or a VNNI flag makes int8 fast, only VNNI makes it native (256 levels); none, neither."""
+    import azero.quantized as quantized
+
+    monkeypatch.setattr(quantized, "int8_runs", lambda: True)
+    for flags, fast, native in [({"avx2", "fma"}, True, False), ({"avx2", "avx512_vnni"}, True, True),
+                                ({"avx_vnni"}, True, True), ({"sse4_2"}, False, False), (set(), False, False)]:
+        monkeypatch.setattr(quantized, "_cpu_flags", lambda flags=flags: flags)
+        quantized.fast_int8.cache_clear(), quantized.native_int8.cache_clear()
+        assert (quantized.fast_int8(), quantized.native_int8()) == (fast, native), flags
+    monkeypatch.setattr(quantized, "int8_runs", lambda: False)  # no x86 engine (e.g. ARM's qnnpack)
+    quantized.fast_int8.cache_clear(), quantized.native_int8.cache_clear()
+    assert not quantized.fast_int8() and not quantized.native_int8()
+    quantized.fast_int8.cache_clear(), quantized.native_int8.cache_clear()
 
 
 @pytest.mark.parametrize("spec", ["gomoku:size=8,k=5", "connect4", "othello", "go:size=7"])
