@@ -118,6 +118,32 @@ def test_a_brain_whose_engine_cannot_be_made_keeps_what_it_had():
     assert replies[-2] == "OK" and replies[-1].count(",") == 1
 
 
+def test_a_brain_that_cannot_make_an_engine_for_either_rule_has_no_game():
+    """A rule change whose engine fails, and then the old rule's engine fails too (memory ran
+    out, say): the reason of the first failure, and no game left half-set."""
+    made = []
+
+    def make_engine(game):
+        if made:
+            raise UserError(f"cannot play {game.spec}")
+        made.append(game)
+        return Engine(game, "random")
+
+    player, replies = brain(make_engine)
+    player.handle("START 8")
+    player.handle("TURN 3,3")
+    assert player.board
+    player.handle("INFO rule 1")
+    assert replies[-1].startswith("ERROR cannot play") and "rule=standard" in replies[-1]
+    assert player.board == {} and player.engine is None and not player.exact
+    player.handle("TURN 4,4")
+    assert replies[-1] == "ERROR no game: send START first"
+    made.clear()
+    player.handle("START 8")
+    player.handle("BEGIN")
+    assert replies[-2] == "OK" and replies[-1].count(",") == 1
+
+
 def gtp(make_engine=lambda game: Engine(game, "random"), spec="go:size=5") -> tuple[GTPEngine, list[str]]:
     replies: list[str] = []
     return GTPEngine(games.make_from_spec(spec), make_engine, write=replies.append), replies

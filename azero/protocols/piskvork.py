@@ -263,7 +263,10 @@ class Brain:
                 try:
                     self.engine = self.make_engine(brain_game(self.width, self.height, exact))
                 except BaseException:
-                    self.engine = self.make_engine(self._game())  # the rule before, whose engine was made once
+                    try:
+                        self.engine = self.make_engine(self._game())  # the rule before, whose engine was made once
+                    except BaseException:
+                        self.board.clear()  # neither rule has an engine: no game, as after a failed START
                     raise
             self.exact = exact
         # other keys (timeout_match, max_memory, game_type, folder, evaluate) need nothing
