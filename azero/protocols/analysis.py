@@ -51,10 +51,10 @@ def answer(engine: Engine, request: dict) -> dict:
     if session.over:
         raise UserError(f"the game is over after these moves ({session.result_text()})")
     analysis = engine.think(session.state, **budget)
+    to_play = "first" if session.to_play == 0 else "second"
     if int(analysis.action[0]) == RESIGN:  # an external engine behind `gtp:` gives the game up here
-        return {"to_play": "first" if session.to_play == 0 else "second", "best_move": "resign"}
-    info = describe_analysis(engine.game, analysis, top=top)
-    return {"to_play": "first" if session.to_play == 0 else "second", **info}
+        return {"to_play": to_play, "best_move": "resign"}
+    return {"to_play": to_play, **describe_analysis(engine.game, analysis, top=top)}
 
 
 MAX_DIGITS = 4300  # Python's own limit for int() of a text; no request needs a longer number
