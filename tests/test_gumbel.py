@@ -564,11 +564,11 @@ def test_az_player_searches_as_its_checkpoint_or_its_spec_says(tmp_path):
     assert timed.visits.sum() == 8 and seen and seen[-1].visits.sum() == 8
     with pytest.raises(UserError, match="puct, gumbel"):
         make(f"az:{old}:algorithm=alphago", TTT)
-    # rescaled Q: from the spec or the checkpoint's config, named, and one leaf a call (a round
-    # of the schedule would be a slightly different search)
+    # rescaled Q: from the spec or the checkpoint's config, named, and a round a call as without it
     rescaled = make(f"az:{old}:sims=8,algorithm=gumbel,rescale_q=true", TTT)
-    assert rescaled.searcher.rule == Gumbel(rescale=True) and rescaled.leaves_per_step(8) == 1
-    assert rescaled.spec == "az@1:sims=8,algorithm=gumbel,rescale_q=true" and player.leaves_per_step(8) == 3
+    assert rescaled.searcher.rule == Gumbel(rescale=True) and rescaled.leaves_per_step(8) == 16  # m, as without it
+    assert rescaled.spec == "az@1:sims=8,algorithm=gumbel,rescale_q=true"
+    assert make(f"az:{old}:sims=8,algorithm=gumbel,rescale_q=true,parallel=1", TTT).leaves_per_step(8) == 1
     saved = tmp_path / "rescaled.pt"
     config = tiny_config("gumbel", overrides=["search.rescale_q=true", "search.c_scale=0.1"])
     atomic_save(network_checkpoint(net, TTT, 3, config=config.to_dict()), saved)

@@ -95,11 +95,10 @@ class AZPlayer(Player):
         Gumbel's search takes the simulations of a round of its schedule together, the same
         search in fewer network calls (the network's arithmetic aside: under precision "auto"
         a call of 16 leaves or more runs in int8 or bfloat16), so "auto" is every move a
-        round may hold (m, at most the widest batch); with rescale_q a round is not quite
-        the same search (search.gumbel.round_actions), so "auto" is one leaf a call there."""
+        round may hold (m, at most the widest batch). With rescale_q a round's walks see the
+        min and max of Q at the round's start (search.gumbel.round_actions), not quite the
+        one-leaf search, but it played even with it (400 games, docs/BENCHMARKS.md)."""
         if self.searcher.algorithm == "gumbel" and self.parallel == "auto":
-            if self.searcher.rule.rescale:
-                return 1
             return max(1, min(self.searcher.considered_actions, self.widest))
         return leaves_per_step(self.parallel, simulations, self.widest)
 
