@@ -11,8 +11,9 @@ default empty), simulations or seconds (default: the engine's budget), top (how 
 moves to list, default 5). Budgets are limited (azero/player.py: simulations
 1..100,000,000, seconds up to 3600; a search given simulations alone also stops after
 3600 seconds) and a search's tree by the tree memory limit (azero/search/memory.py).
-An engine that resigns (an external one, `gtp:...`) answers "best_move": "resign". A bad request gets {"id": ..., "error": "..."}, naming the
-limit where it is one, and the engine keeps reading. {"id": ..., "quit": true} or the end of input stops it.
+An engine that resigns (an external one, `gtp:...`) answers "best_move": "resign". A bad
+request gets {"id": ..., "error": "..."}, naming the limit where it is one, and the engine
+keeps reading. {"id": ..., "quit": true} or the end of input stops it.
 """
 
 from __future__ import annotations
