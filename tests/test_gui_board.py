@@ -5,6 +5,7 @@ clear error for every bad request (through the HTTP API, as the page sends them)
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -141,6 +142,36 @@ def test_an_sgf_record_loads_at_its_end_and_saves_back_the_same_moves(board):
     assert board.human is None and board.snapshot()["columns"] == list("abcdefghi")
     saved = read_sgf(board.sgf())
     assert replay(game, saved).actions == [40, 41, 31, 32, 22] and saved.properties["PB"] == ["someone"]
+
+
+def test_polls_go_on_while_a_new_games_engine_is_built_and_a_failed_build_changes_nothing(board, monkeypatch):
+    import azero.web.gui as gui_module
+
+    building, release = threading.Event(), threading.Event()
+
+    class SlowEngine(Engine):  # another board's engine: kernels compile and networks load for seconds
+        def __init__(self, game, *args, **kwargs):
+            building.set()
+            assert release.wait(10)
+            if game.name == "othello":
+                raise GameError("that engine could not be built")
+            super().__init__(game, *args, **kwargs)
+
+    monkeypatch.setattr(gui_module, "Engine", SlowEngine)
+    board.move(24)
+    switch = threading.Thread(target=board.new, args=({"game": "connect4"},))
+    switch.start()
+    assert building.wait(60)
+    started = time.monotonic()
+    snapshot = board.snapshot()  # the page's poll while the engine is built: answered, the old game shown
+    assert time.monotonic() - started < 2 and snapshot["moves"] == ["d4"] and switch.is_alive()
+    release.set()
+    switch.join(60)
+    assert board.game.name == "connect4" and board.session.actions == [] and board.engine.game.name == "connect4"
+    board.move(3)
+    with pytest.raises(GameError, match="could not be built"):
+        board.new({"game": "othello"})
+    assert board.game.name == "connect4" and board.session.actions == [3] and board.engine.game.name == "connect4"
 
 
 def request(url, path, body=None):

@@ -81,6 +81,10 @@ class Gui:
         if not game.has_board:
             raise UserError(f"the GUI shows board games; {game.name} has no board (play it in the terminal)")
         self.lock = threading.Condition()
+        # One request that changes the game at a time. A new game's engine is built holding only
+        # this (compiling for another board takes seconds): polls and the search need only `lock`,
+        # and the fields requests change are written by requests alone.
+        self.changing = threading.Lock()
         self.engine, self.human = engine, human
         self.checkpoint, self.device = checkpoint, device
         self.opponent_spec = opponent_spec or (None if checkpoint else engine.player.spec)
@@ -364,7 +368,7 @@ class Gui:
     def move(self, action: int) -> None:
         """Play `action` at the shown position: the line's next move follows the line, another
         move starts a variation there."""
-        with self.lock:
+        with self.changing, self.lock:
             state, line = self.shown, self.session.actions
             if bool(state.done[0]):
                 raise GameError("the game is over here: step back, undo, or start a new game")
@@ -390,7 +394,7 @@ class Gui:
     def undo(self) -> None:
         """Take back the move shown (and the engine's reply before it); moves after it are
         dropped, and kept as the game to go back to if the shown position was not the line's end."""
-        with self.lock:
+        with self.changing, self.lock:
             if self.ply == 0:
                 raise GameError("nothing to undo")
             target = self.ply - 1
@@ -405,7 +409,7 @@ class Gui:
 
     def goto(self, ply, *, main_line: bool = False) -> None:
         """Show the position after `ply` moves of the line (of the game's own moves if `main_line`)."""
-        with self.lock:
+        with self.changing, self.lock:
             if main_line and self.main_line is None:
                 raise GameError("there is no variation to leave: this is the game")
             length = len(self.main_line if main_line else self.session.actions)
@@ -434,7 +438,7 @@ class Gui:
             raise GameError(f"unknown setting {unknown[0]}; the settings are {', '.join(SETTINGS)}")
         if "simulations" in data and "seconds" in data:
             raise GameError("give the engine simulations or seconds a move, not both")
-        with self.lock:
+        with self.changing, self.lock:
             human = parse_human(data["human"]) if "human" in data else self.human
             simulations = None
             if "simulations" in data:
@@ -458,7 +462,7 @@ class Gui:
         unknown = sorted(set(options) - set(NEW_GAME))
         if unknown:
             raise GameError(f"unknown option {unknown[0]} for a new game; the options are {', '.join(NEW_GAME)}")
-        with self.lock:
+        with self.changing:
             human = parse_human(options["human"]) if "human" in options else self.human
             spec = options.get("game")
             if spec is not None and not isinstance(spec, str):
@@ -467,10 +471,12 @@ class Gui:
             sims = options.get("simulations")
             if sims is not None:
                 sims = self._check_simulations(sims, self.node_limit if game == self.game else tree_node_limit(game))
-            note = self._use_engine(game, sims)
-            self.human = human
-            self._start_game(game)
-            self._changed("new game" + note)
+            engine, note = self._engine_for(game, sims)
+            with self.lock:
+                self._use_engine(engine, sims)
+                self.human = human
+                self._start_game(game)
+                self._changed("new game" + note)
 
     def load_sgf(self, text) -> None:
         """Show the game of an SGF record at its end; the person then plays both sides (the engine
@@ -480,18 +486,20 @@ class Gui:
         if len(text) > MAX_SGF_CHARACTERS:
             raise GameError(f"that SGF file is too big ({len(text)} characters; at most {MAX_SGF_CHARACTERS})")
         record = read_sgf(text)
-        with self.lock:
+        with self.changing:
             game = self._other_game(game_from_sgf(record))
             played = replay(game, record)
             moves = played.actions
-            note = self._use_engine(game, None)
-            self.human = None
-            self._start_game(game, moves)
-            self.players = (record.properties.get("PB", [""])[0], record.properties.get("PW", [""])[0])
-            if played.passes_put_in and not game.forced_pass:
-                note += (f" ({played.passes_put_in} pass{'es' if played.passes_put_in > 1 else ''} put in where "
-                         "the record gives one side two moves in a row)")
-            self._changed(f"loaded {len(moves)} moves; you play both sides until you choose one" + note)
+            engine, note = self._engine_for(game, None)
+            with self.lock:
+                self._use_engine(engine, None)
+                self.human = None
+                self._start_game(game, moves)
+                self.players = (record.properties.get("PB", [""])[0], record.properties.get("PW", [""])[0])
+                if played.passes_put_in and not game.forced_pass:
+                    note += (f" ({played.passes_put_in} pass{'es' if played.passes_put_in > 1 else ''} put in "
+                             "where the record gives one side two moves in a row)")
+                self._changed(f"loaded {len(moves)} moves; you play both sides until you choose one" + note)
 
     def _other_game(self, game: Game) -> Game:
         """`game` if the GUI may switch to it (a network plays its own game only)."""
@@ -502,23 +510,29 @@ class Gui:
                 raise GameError(f"the GUI shows board games; {game.name} has no board")
         return game
 
-    def _use_engine(self, game: Game, simulations: int | None) -> str:
-        """The engine for `game`, at `simulations` a move or the budget the page set before
-        (lowered to what the new board's tree may hold); returns a note for the message where
-        it was lowered."""
-        if game == self.game:  # the same engine (a network is not loaded again under the lock)
-            if simulations is not None:
-                self.engine.simulations, self.engine.seconds = simulations, None
-            return ""
+    def _engine_for(self, game: Game, simulations: int | None) -> tuple[Engine | None, str]:
+        """A new engine for another game (None for the same game: its engine stays, and a
+        network is not loaded again), at `simulations` a move or the budget the page set before
+        (lowered to what the new board's tree may hold), and a note for the message where it was
+        lowered. Called holding `changing` but not `lock`: the search and polls go on meanwhile."""
+        if game == self.game:
+            return None, ""
         note, seconds = "", None
         if simulations is None:  # the budget set before, simulations or seconds
             simulations, seconds = self.engine.simulations, self.engine.seconds
             limit = tree_node_limit(game)
             if simulations is not None and simulations > limit:
                 simulations, note = limit, f" (at {limit} simulations a move, the most this board's tree may hold)"
-        self.engine = Engine(game, self.opponent_spec, checkpoint=self.checkpoint, simulations=simulations,
-                             seconds=seconds, device=self.device, seed=self.engine.seed)
-        return note
+        engine = Engine(game, self.opponent_spec, checkpoint=self.checkpoint, simulations=simulations,
+                        seconds=seconds, device=self.device, seed=self.engine.seed)
+        return engine, note
+
+    def _use_engine(self, engine: Engine | None, simulations: int | None) -> None:
+        """Switch to `engine` from `_engine_for`, or give the engine kept `simulations` a move."""
+        if engine is not None:
+            self.engine = engine
+        elif simulations is not None:
+            self.engine.simulations, self.engine.seconds = simulations, None
 
     def close(self, wait: float = 10.0) -> None:
         """Stop the engine's thread, waiting up to `wait` seconds for its search to notice."""
