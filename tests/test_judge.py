@@ -24,6 +24,7 @@ from azero.oracle import ConnectFourOracle, ExhaustiveOracle, make_oracle
 from azero.player import Player
 from azero.players import make
 from azero.solver import Solver
+from commands import run_here
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 CONNECT4 = games.make("connect4")
@@ -192,14 +193,15 @@ def test_judge_script_reports_each_player_and_refuses_bad_input():
     perfect, random = (json.loads(line) for line in out.stdout.splitlines())
     assert perfect["player"] == "perfect" and perfect["kept"] == 50 and perfect["share"] == 1.0
     assert random["player"] == "random" and random["kept"] < 50 and random["positions"] == 50
-    text = run("--game", "tictactoe", "--player", "perfect", "--positions", "20", "--min-plies", "2",
-               "--max-plies", "5")
+    text = run_here("judge.py", "--game", "tictactoe", "--player", "perfect", "--positions", "20",
+                    "--min-plies", "2", "--max-plies", "5")
     assert "moves that keep the value: 20/20 = 100.0%" in text.stdout
-    bad = run("--game", "gomoku:size=9", "--player", "random", "--positions", "5")
+    # refusals, in this process (tests/commands.py)
+    bad = run_here("judge.py", "--game", "gomoku:size=9", "--player", "random", "--positions", "5")
     assert bad.returncode == 2 and "too large to solve exactly" in bad.stderr and "Traceback" not in bad.stderr
-    bad = run("--game", "tictactoe", "--player", "nobody")
+    bad = run_here("judge.py", "--game", "tictactoe", "--player", "nobody")
     assert bad.returncode == 2 and "unknown player 'nobody'" in bad.stderr
     for flag, value, allowed in (("--positions", "1000000000", "1..65,536"), ("--batch", "0", "1..65,536"),
                                  ("--batch", "10000000", "1..65,536")):
-        bad = run("--game", "tictactoe", "--player", "random", flag, value)
+        bad = run_here("judge.py", "--game", "tictactoe", "--player", "random", flag, value)
         assert bad.returncode == 2 and f"{flag} must be in {allowed}" in bad.stderr and "Traceback" not in bad.stderr

@@ -27,6 +27,7 @@ from azero.protocols.piskvork import Brain
 from azero.session import Engine, describe_analysis
 from azero.web import guard
 from azero.web.server import start_server
+from commands import run_here
 from games import GameError
 from games.options import MAX_DIGITS, is_whole_number
 from games.random import make_keys
@@ -476,7 +477,7 @@ def test_a_checkpoint_path_with_an_equals_sign_plays(tmp_path):
     ("pbrain.py", ["--player", "uct:10", "--sims", "999999999999"], "out of range"),
 ])
 def test_absurd_command_line_values_are_one_line_errors(script, args, words):
-    out = run(script, args)
+    out = run_here(script, *args)
     assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr, out.stderr
 
 

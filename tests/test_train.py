@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from commands import run_here
 from runs import ctrl_c_default, tiny_args
 
 REPO = Path(__file__).resolve().parent.parent
@@ -171,65 +172,61 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
 
 
 def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
-    cases = [
-        (["--game", "tictactoe", "--set", "search.sims=4"], "unknown key search.sims"),
-        (["--game", "tictactoe", "--set", "train.optimizer=adam"], "choose one of: adamw, sgd"),
-        (["--game", "chess"], "no preset for game 'chess'"),
-        (["--config", str(tmp_path / "missing.toml")], "config file not found"),
-        (["--config", str(tmp_path)], "is a folder, not a config file"),
-        (["--game", "tictactoe", "--seed", "-1"], "run.seed=-1 is out of range; allowed: 0..4294967295"),
-        (["--game", "tictactoe", "--set", "train.learning_rate=inf"], "not a finite number"),
-        (["--game", "tictactoe", "--set", "search.noise_fraction=2"], "out of range; allowed: 0..1"),
-        # a ladder rung is made before the folder is, not at the first evaluation
-        (["--game", "tictactoe", "--set", "evaluation.ladder=uct:100:bogus=1"],
-         "evaluation.ladder rung 'uct:100:bogus=1': uct: unknown option bogus"),
-        (["--game", "tictactoe", "--set", "selfplay.games=1000000000"], "selfplay.games=1000000000 with "
-         "search.simulations=32: this search needs"),
-        # a run that fails before its first checkpoint takes its new folder with it
-        ([*TINY, "--set", "train.learning_rate=1e30"], "training diverged at step 1"),
-    ]
-    run_dirs = [tmp_path / f"never-{i}" for i in range(len(cases))]
-    # Each case is a process that imports torch (a few seconds); they run side by side.
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        outs = list(pool.map(lambda case, run_dir: train(*case[0], "--iterations", "1", "--run-dir", str(run_dir)),
-                             cases, run_dirs))
-        checks = {
-            "no game": pool.submit(train, "--iterations", "1"),
-            "device": pool.submit(train, "--game", "tictactoe", "--device", "tpu", "--run-dir", str(run_dirs[0])),
-            "minutes": pool.submit(train, "--game", "tictactoe", "--minutes", "nan"),
-        }
-        if not torch.cuda.is_available():  # a device the config names but this machine lacks: checked before the folder
-            checks["cuda"] = pool.submit(train, "--game", "tictactoe", "--set", "run.device=cuda",
-                                         "--run-dir", str(run_dirs[0]))
-        checks = {name: future.result() for name, future in checks.items()}
-    for (_, message), out, run_dir in zip(cases, outs, run_dirs):
-        assert out.returncode == 2, out.stdout
-        assert message in out.stderr and "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
-        assert not run_dir.exists()
-    out = checks["no game"]
-    assert out.returncode == 2 and "--game" in out.stderr
-    out = checks["device"]
-    assert out.returncode == 2 and "argument --device: 'tpu' is not a torch device" in out.stderr
-    if "cuda" in checks:
-        out = checks["cuda"]
-        assert out.returncode == 2 and "run.device=cuda: no CUDA device is available here" in out.stderr
-    assert not run_dirs[0].exists()
-    out = checks["minutes"]
-    assert out.returncode == 2 and "--minutes must be a positive number" in out.stderr
-    (tmp_path / "a-file").write_text("")
-    out = train("--game", "tictactoe", "--run-dir", str(tmp_path / "a-file"))
-    assert out.returncode == 2 and out.stderr == f"error: --run-dir {tmp_path / 'a-file'} is a file, not a folder\n"
-    damaged = tmp_path / "damaged"
-    damaged.mkdir()
-    (damaged / "config.toml").write_text("")  # a run folder whose config a crash of the disk emptied
-    out = train("--run-dir", str(damaged))
-    assert out.returncode == 2 and f"{damaged / 'config.toml'} is damaged" in out.stderr
-    assert sorted(p.name for p in damaged.iterdir()) == ["config.toml"]
-    # a folder the user made for the run stays when the run fails; only what the run wrote goes
-    mine = tmp_path / "mine"
+    # Two runs that fail in training are processes of their own, side by side; the refusals
+    # before any training run meanwhile in this process (tests/commands.py: no torch import each).
+    diverging = [*TINY, "--set", "train.learning_rate=1e30", "--iterations", "1", "--run-dir"]
+    mine = tmp_path / "mine"  # a folder the user made for the run stays when the run fails; only what it wrote goes
     mine.mkdir()
-    out = train(*TINY, "--set", "train.learning_rate=1e30", "--iterations", "1", "--run-dir", str(mine))
-    assert out.returncode == 2 and "training diverged" in out.stderr and mine.is_dir() and not any(mine.iterdir())
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        diverged = [pool.submit(train, *diverging, str(tmp_path / "never-trained")),
+                    pool.submit(train, *diverging, str(mine))]
+        cases = [
+            (["--game", "tictactoe", "--set", "search.sims=4"], "unknown key search.sims"),
+            (["--game", "tictactoe", "--set", "train.optimizer=adam"], "choose one of: adamw, sgd"),
+            (["--game", "chess"], "no preset for game 'chess'"),
+            (["--config", str(tmp_path / "missing.toml")], "config file not found"),
+            (["--config", str(tmp_path)], "is a folder, not a config file"),
+            (["--game", "tictactoe", "--seed", "-1"], "run.seed=-1 is out of range; allowed: 0..4294967295"),
+            (["--game", "tictactoe", "--set", "train.learning_rate=inf"], "not a finite number"),
+            (["--game", "tictactoe", "--set", "search.noise_fraction=2"], "out of range; allowed: 0..1"),
+            # a ladder rung is made before the folder is, not at the first evaluation
+            (["--game", "tictactoe", "--set", "evaluation.ladder=uct:100:bogus=1"],
+             "evaluation.ladder rung 'uct:100:bogus=1': uct: unknown option bogus"),
+            (["--game", "tictactoe", "--set", "selfplay.games=1000000000"], "selfplay.games=1000000000 with "
+             "search.simulations=32: this search needs"),
+        ]
+        for number, (args, message) in enumerate(cases):
+            run_dir = tmp_path / f"never-{number}"
+            out = run_here("train.py", *args, "--iterations", "1", "--run-dir", str(run_dir))
+            assert out.returncode == 2, out.stdout
+            assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1
+            assert not run_dir.exists()
+        out = run_here("train.py", "--iterations", "1")
+        assert out.returncode == 2 and "--game" in out.stderr
+        run_dir = tmp_path / "never-0"
+        out = run_here("train.py", "--game", "tictactoe", "--device", "tpu", "--run-dir", str(run_dir))
+        assert out.returncode == 2 and "argument --device: 'tpu' is not a torch device" in out.stderr
+        if not torch.cuda.is_available():  # a device the config names but this machine lacks: checked before the folder
+            out = run_here("train.py", "--game", "tictactoe", "--set", "run.device=cuda", "--run-dir", str(run_dir))
+            assert out.returncode == 2 and "run.device=cuda: no CUDA device is available here" in out.stderr
+        assert not run_dir.exists()
+        out = run_here("train.py", "--game", "tictactoe", "--minutes", "nan")
+        assert out.returncode == 2 and "--minutes must be a positive number" in out.stderr
+        (tmp_path / "a-file").write_text("")
+        out = run_here("train.py", "--game", "tictactoe", "--run-dir", str(tmp_path / "a-file"))
+        assert out.returncode == 2 and out.stderr == f"error: --run-dir {tmp_path / 'a-file'} is a file, not a folder\n"
+        damaged = tmp_path / "damaged"
+        damaged.mkdir()
+        (damaged / "config.toml").write_text("")  # a run folder whose config a crash of the disk emptied
+        out = run_here("train.py", "--run-dir", str(damaged))
+        assert out.returncode == 2 and f"{damaged / 'config.toml'} is damaged" in out.stderr
+        assert sorted(p.name for p in damaged.iterdir()) == ["config.toml"]
+        diverged = [future.result() for future in diverged]
+    # a run that fails before its first checkpoint takes its new folder with it
+    for out in diverged:
+        assert out.returncode == 2 and "training diverged at step 1" in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "never-trained").exists() and mine.is_dir() and not any(mine.iterdir())
 
 
 def test_help_config_shows_the_values_a_preset_trains_with(capsys):

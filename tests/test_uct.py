@@ -23,6 +23,7 @@ from azero.players import make, parse_spec
 from azero.players.flatmc import FlatMCPlayer
 from azero.players.uct import UCTPlayer
 from boards import position
+from commands import run_here
 from azero.reference import ReferenceUCTPlayer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -291,25 +292,22 @@ def test_a_player_with_its_own_clock_searches_for_that_long():
 def test_evaluate_opening_plies_break_up_repeated_games():
     # Perfect play against perfect play draws every game of tic-tac-toe; three random
     # moves first give positions one side wins.
-    cmd = [sys.executable, str(REPO / "scripts" / "evaluate.py"), "--game", "tictactoe", "--a", "perfect",
-           "--b", "perfect", "--games", "20", "--json"]
-    plain = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
-    opened = json.loads(subprocess.run(cmd + ["--opening-plies", "3"], capture_output=True, text=True,
-                                       check=True).stdout)
-    assert plain["draws"] == 20 and opened["draws"] < 20
+    cmd = ["--game", "tictactoe", "--a", "perfect", "--b", "perfect", "--games", "20", "--json"]
+    plain = json.loads(run_here("evaluate.py", *cmd).stdout)
+    opened = run_here("evaluate.py", *cmd, "--opening-plies", "3")
+    assert plain["draws"] == 20 and json.loads(opened.stdout)["draws"] < 20 and "note" not in opened.stderr
+    opened = json.loads(opened.stdout)
     # each opening is played twice, colours swapped: the first player of game 2k is the
     # second of game 2k + 1, so with perfect players each pair is one win for each
     assert opened["a_wins"] == opened["b_wins"] and opened["a_wins_first"] == opened["b_wins_first"]
     # one ply gives tic-tac-toe nine openings: 40 pairs must repeat some, and the result says so
-    few = subprocess.run(cmd[:-2] + ["40", "--json", "--opening-plies", "1"], capture_output=True, text=True,
-                         check=True)
+    few = run_here("evaluate.py", *cmd[:-2], "40", "--json", "--opening-plies", "1")
     assert json.loads(few.stdout)["openings"] == 9 and "only 9 openings for 20 pairs of games" in few.stderr
-    assert json.loads(few.stdout)["opening_plies"] == 1 and "note" not in subprocess.run(
-        cmd + ["--opening-plies", "3"], capture_output=True, text=True).stderr
-    bad = subprocess.run(cmd + ["--opening-plies", "-1"], capture_output=True, text=True)
+    assert json.loads(few.stdout)["opening_plies"] == 1
+    bad = run_here("evaluate.py", *cmd, "--opening-plies", "-1")
     assert bad.returncode == 2 and "--opening-plies must be at least 0" in bad.stderr
     # an opening that must end games would score games neither player played
-    bad = subprocess.run(cmd + ["--opening-plies", "9"], capture_output=True, text=True)
+    bad = run_here("evaluate.py", *cmd, "--opening-plies", "9")
     assert bad.returncode == 2 and ("error: 9 random opening moves cannot avoid finishing a game of tictactoe "
                                     "before the players move; open with fewer plies") in bad.stderr
 
@@ -371,11 +369,12 @@ def test_evaluate_script_prints_json_and_user_errors_are_one_line():
     record = json.loads(out.stdout)
     assert record["games"] == 10 and record["a_wins"] + record["b_wins"] + record["draws"] == 10
     assert len(record["elo_ci95"]) == 2
-    bad = subprocess.run(cmd[:-1] + ["--json", "--b", "uct:x"], capture_output=True, text=True)
-    assert bad.returncode == 2 and bad.stderr.strip().startswith("error:") and "Traceback" not in bad.stderr
-    bad = subprocess.run(cmd[:3] + ["gomoku:size=30", "--a", "random", "--b", "random"], capture_output=True, text=True)
+    args = cmd[2:]  # the same command, in this process: its refusals need no process of their own
+    bad = run_here("evaluate.py", *args[:-1], "--json", "--b", "uct:x")
+    assert bad.returncode == 2 and bad.stderr.strip().startswith("error:")
+    bad = run_here("evaluate.py", *args[:1], "gomoku:size=30", "--a", "random", "--b", "random")
     assert bad.returncode == 2 and "5..19" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
     for option, value, message in (("--games", "1000000000000", "--games must be in 1..1,000,000"),
                                    ("--batch", "100000000", "--batch must be in 1..65,536")):
-        bad = subprocess.run(cmd[:6] + ["--b", "random", option, value], capture_output=True, text=True)
+        bad = run_here("evaluate.py", *args[:4], "--b", "random", option, value)
         assert bad.returncode == 2 and message in bad.stderr  # refused at once, not hours (or gigabytes) later

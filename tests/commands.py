@@ -1,0 +1,34 @@
+"""A command's `main` run in the test's own process, for answers that need no process of their own
+(refused options above all): a script's process spends seconds importing torch, and the script is
+`sys.exit(main())` around the same `cli_entry`-wrapped function, so the exit code, the one-line
+message and the missing traceback are the same either way. Tests that need a real process (signals,
+pipes, stdin protocols, the installed scripts) still start one."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Outcome:
+    """What subprocess.run would have captured."""
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_here(script: str, *args: str) -> Outcome:
+    """`python scripts/SCRIPT ARGS...` (script as "evaluate.py" or "evaluate"), run in this process.
+    An exception that escapes `main` fails the test, as a traceback would."""
+    module = importlib.import_module(f"azero.cli.{Path(script).stem}")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = module.main(list(args))
+        except SystemExit as stop:  # argparse's usage errors (2) and --help (0)
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    return Outcome(code, out.getvalue(), err.getvalue())
