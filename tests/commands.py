@@ -12,6 +12,8 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
+from azero.cli import ALIASES
+
 
 @dataclass
 class Outcome:
@@ -22,9 +24,11 @@ class Outcome:
 
 
 def run_here(script: str, *args: str) -> Outcome:
-    """`python scripts/SCRIPT ARGS...` (script as "evaluate.py" or "evaluate"), run in this process.
-    An exception that escapes `main` fails the test, as a traceback would."""
-    module = importlib.import_module(f"azero.cli.{Path(script).stem}")
+    """`python scripts/SCRIPT ARGS...` run in this process (script as "evaluate.py" or "evaluate";
+    "match.py" is evaluate's other name). An exception that escapes `main` fails the test, as a
+    traceback would."""
+    name = Path(script).stem
+    module = importlib.import_module(f"azero.cli.{ALIASES.get(name, name)}")
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:

@@ -26,6 +26,7 @@ from azero.network import NetworkConfig, PolicyValueNet
 from azero.players import make
 from azero.protocols.gtp import Clock
 from azero.protocols.gtp_client import GTPClient
+from commands import run_here
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "scripts"
@@ -200,11 +201,9 @@ def test_a_checkpoint_plays_its_own_board_size_only(tmp_path):
 def test_command_line_errors_are_one_line():
     for args in (["--game", "gomoku", "--player", "uct:10"], ["--player", "uct:10"], ["--game", "othello",
                                                                                       "--player", "uct:x"]):
-        out = subprocess.run([sys.executable, str(SCRIPTS / "gtp.py"), *args], capture_output=True, text=True,
-                             input="", timeout=120, env=ENV)
-        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
-    out = subprocess.run([sys.executable, str(SCRIPTS / "match.py"), "--game", "othello", "--a", "random", "--b",
-                          "gtp:no-such-engine --mode gtp"], capture_output=True, text=True, timeout=120, env=ENV)
+        out = run_here("gtp.py", *args)
+        assert out.returncode == 2 and "error: " in out.stderr, out.stderr
+    out = run_here("match.py", "--game", "othello", "--a", "random", "--b", "gtp:no-such-engine --mode gtp")
     assert out.returncode == 2 and "cannot find the program 'no-such-engine'" in out.stderr
     with pytest.raises(UserError, match="GTP plays go and othello"):
         make("gtp:gnugo", games.make("connect4"))
@@ -298,10 +297,9 @@ def rhino_board(moves: list[str]) -> str:
 def test_our_engine_against_grhino_through_the_match_runner(tmp_path):
     need(RHINO)
     ours = f"gtp:{our_engine('--game', 'othello', '--player', 'uct:10')}"
-    out = subprocess.run(
-        [sys.executable, str(SCRIPTS / "match.py"), "--game", "othello", "--a", ours, "--b", f"gtp:{RHINO} --level 1",
-         "--games", "2", "--sgf", str(tmp_path), "--json"],
-        capture_output=True, text=True, timeout=600, env=ENV,
+    out = run_here(
+        "match.py", "--game", "othello", "--a", ours, "--b", f"gtp:{RHINO} --level 1",
+        "--games", "2", "--sgf", str(tmp_path), "--json",
     )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
@@ -346,10 +344,9 @@ def fake_engine(tmp_path: Path, answer: str) -> str:
 
 
 def test_an_illegal_external_move_stops_the_match_with_a_clear_error(tmp_path):
-    out = subprocess.run([sys.executable, str(SCRIPTS / "match.py"), "--game", "othello", "--a", "random", "--b",
-                          fake_engine(tmp_path, "A1"), "--games", "1"], capture_output=True, text=True, timeout=120,
-                         env=ENV)
-    assert out.returncode == 2 and "Traceback" not in out.stderr
+    out = run_here("match.py", "--game", "othello", "--a", "random", "--b", fake_engine(tmp_path, "A1"),
+                   "--games", "1")
+    assert out.returncode == 2
     assert "played A1 as white, which is illegal here" in out.stderr
 
 
@@ -391,10 +388,9 @@ def test_go_vertices_and_passes_over_gtp():
 def test_our_engine_against_gnugo_through_the_match_runner(tmp_path):
     need(GNUGO)
     ours = f"gtp:{our_engine('--game', 'go:size=7,komi=7.5', '--player', 'uct:20')}"
-    out = subprocess.run(
-        [sys.executable, str(SCRIPTS / "match.py"), "--game", "go:size=7,komi=7.5", "--a", ours, "--b",
-         f"gtp:{GNUGO_COMMAND}", "--games", "2", "--sgf", str(tmp_path), "--json"],
-        capture_output=True, text=True, timeout=1200, env=ENV,
+    out = run_here(
+        "match.py", "--game", "go:size=7,komi=7.5", "--a", ours, "--b",
+        f"gtp:{GNUGO_COMMAND}", "--games", "2", "--sgf", str(tmp_path), "--json",
     )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
@@ -409,10 +405,9 @@ def test_our_engine_against_gnugo_through_the_match_runner(tmp_path):
 
 def test_an_engine_is_told_a_matchs_random_opening_and_each_opening_is_played_with_both_colours(tmp_path):
     need(GNUGO)
-    out = subprocess.run(
-        [sys.executable, str(SCRIPTS / "match.py"), "--game", "go:size=7,komi=7.5", "--a", "random", "--b",
-         f"gtp:{GNUGO_COMMAND}", "--games", "4", "--opening-plies", "2", "--sgf", str(tmp_path), "--json"],
-        capture_output=True, text=True, timeout=600, env=ENV,
+    out = run_here(
+        "match.py", "--game", "go:size=7,komi=7.5", "--a", "random", "--b",
+        f"gtp:{GNUGO_COMMAND}", "--games", "4", "--opening-plies", "2", "--sgf", str(tmp_path), "--json",
     )
     assert out.returncode == 0, out.stderr
     openings = []
@@ -427,10 +422,9 @@ def test_an_engine_is_told_a_matchs_random_opening_and_each_opening_is_played_wi
 
 def test_an_engine_moving_second_catches_up_on_four_opening_plies_and_its_opponents_reply():
     need(RHINO)
-    out = subprocess.run(
-        [sys.executable, str(SCRIPTS / "match.py"), "--game", "othello", "--a", "random", "--b",
-         f"gtp:{RHINO} --level 1", "--games", "2", "--opening-plies", "4", "--json"],
-        capture_output=True, text=True, timeout=600, env=ENV,
+    out = run_here(
+        "match.py", "--game", "othello", "--a", "random", "--b",
+        f"gtp:{RHINO} --level 1", "--games", "2", "--opening-plies", "4", "--json",
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["games"] == 2
