@@ -19,6 +19,7 @@ from azero.ablation.runner import display
 from azero.config import ConfigError, load_config
 from azero.errors import UserError
 from azero.plot import ARM_COLOURS, arms_svg, nice_ticks
+from commands import run_here
 from runs import tiny_sets
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
@@ -248,17 +249,12 @@ def test_the_report_says_what_else_ran_beside_each_run(tmp_path):
     assert conditions(ablation) == [] and "What else the machine did" not in write_report(ablation).read_text()
 
 
-def ablate(*args, timeout=900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPTS / "ablate.py"), *args], capture_output=True, text=True,
-                          timeout=timeout)
-
-
 def test_two_tiny_arms_make_a_table_a_plot_and_print_their_commands(tmp_path):
     out = tmp_path / "ablation"
     args = ["--game", "tictactoe", "--iterations", "1", "--arm", "base:", "--arm", "small:network.channels=4",
             *TINY, "--yardstick", "judge:positions=40,min_plies=0,max_plies=6", "--yardstick", "random",
             "--games", "4", "--out", str(out)]
-    result = ablate(*args)
+    result = run_here("ablate.py", *args)
     assert result.returncode == 0, result.stderr
     commands = [line[2:] for line in result.stdout.splitlines() if line.startswith("$ ")]
     assert len(commands) == 6 and all(c.startswith("python ") for c in commands)
@@ -278,12 +274,13 @@ def test_two_tiny_arms_make_a_table_a_plot_and_print_their_commands(tmp_path):
     assert commands[0] in table
     svg = (out / "elo.svg").read_text()
     assert svg.count("<polyline") == 2 and ">base</text>" in svg and ">small</text>" in svg
-    again = ablate("--out", str(out))  # all done: nothing runs again
+    again = run_here("ablate.py", "--out", str(out))  # all done: nothing runs again
     assert again.returncode == 0 and "0 steps left" in again.stdout and "$ " not in again.stdout
-    other = ablate(*[a if a != "1" else "2" for a in args])
+    other = run_here("ablate.py", *[a if a != "1" else "2" for a in args])
     assert other.returncode == 2 and "holds another ablation (iterations is 1 there, 2 here)" in other.stderr
 
-    versus = ablate("--out", str(out), "--head-to-head", "4")  # added afterwards: one match, small against base
+    # a match added afterwards: one, small against base
+    versus = run_here("ablate.py", "--out", str(out), "--head-to-head", "4")
     assert versus.returncode == 0, versus.stderr
     match = [line[2:] for line in versus.stdout.splitlines() if line.startswith("$ ")]
     assert len(match) == 1 and f"--a az:{out / 'small-seed0' / 'latest.pt'}:sims=4" in match[0]
@@ -318,7 +315,7 @@ def test_a_stopped_ablation_continues_with_the_arms_not_finished(tmp_path):
                      for line in (out / "second-seed0" / "metrics.jsonl").read_text().splitlines())
     assert 1 <= stopped_at < 6
 
-    resumed = ablate("--out", str(out))
+    resumed = run_here("ablate.py", "--out", str(out))
     assert resumed.returncode == 0, resumed.stderr
     commands = [line[2:] for line in resumed.stdout.splitlines() if line.startswith("$ ")]
     assert len(commands) == 2 and "--run-dir" in commands[0] and "--set" not in commands[0]  # its own config
