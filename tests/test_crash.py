@@ -26,6 +26,7 @@ import torch
 import games
 from azero.checkpoint import load_checkpoint, safe_load
 from azero.replay import ReplayBuffer, chunks, restore
+from commands import run_here
 from runs import tiny_args
 
 REPO = Path(__file__).resolve().parent.parent
@@ -191,13 +192,13 @@ def test_the_same_command_again_continues_the_run_and_a_different_one_is_refused
     out = train(*TINY, "--iterations", "2", "--run-dir", str(run_dir))
     assert out.returncode == 0 and f"resuming {run_dir} at iteration 1" in out.stdout, out.stderr
     changed = [*TINY, "--set", "search.simulations=16", "--set", "network.channels=16", "--seed", "3"]
-    out = train(*changed, "--iterations", "3", "--run-dir", str(run_dir))
+    out = run_here("train.py", *changed, "--iterations", "3", "--run-dir", str(run_dir))
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert "search.simulations: the run has 4, the command gives 16" in out.stderr
     assert "network.channels: the run has 8, the command gives 16" in out.stderr
     assert "run.seed: the run has 0, the command gives 3" in out.stderr
     assert f"python scripts/train.py --run-dir {run_dir}" in out.stderr
-    out = train("--set", "search.simulations=16", "--iterations", "3", "--run-dir", str(run_dir))
+    out = run_here("train.py", "--set", "search.simulations=16", "--iterations", "3", "--run-dir", str(run_dir))
     assert out.returncode == 2 and "come with --game or --config" in out.stderr
     assert saved_iteration(run_dir) == 2
 

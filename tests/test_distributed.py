@@ -19,6 +19,7 @@ import torch
 import games
 from azero.distributed.ledger import Chunk, Ledger, select_games
 from azero.selfplay import Samples
+from commands import run_here
 from runs import ctrl_c_default, tiny_args
 
 REPO = Path(__file__).resolve().parent.parent
@@ -161,7 +162,7 @@ def test_ray_without_ray_installed_is_one_clear_error(tmp_path):
     assert len(out.stderr.strip().splitlines()) == 1
     assert "--ray needs Ray" in out.stderr and "pip install -e '.[ray]'" in out.stderr
     assert not run_dir.exists()
-    out = train(*TINY, "--actors", "2", "--iterations", "1", "--run-dir", str(run_dir))
+    out = run_here("train.py", *TINY, "--actors", "2", "--iterations", "1", "--run-dir", str(run_dir))
     assert out.returncode == 2 and "add --ray" in out.stderr and not run_dir.exists()
 
 
