@@ -294,7 +294,8 @@ def rhino_board(moves: list[str]) -> str:
     return board
 
 
-def test_our_engine_against_grhino_through_the_match_runner(tmp_path):
+def test_our_engine_against_grhino_through_the_match_runner(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the engines' processes (the runner is this one)
     need(RHINO)
     ours = f"gtp:{our_engine('--game', 'othello', '--player', 'uct:10')}"
     out = run_here(
@@ -385,7 +386,8 @@ def test_go_vertices_and_passes_over_gtp():
 
 
 @go_only
-def test_our_engine_against_gnugo_through_the_match_runner(tmp_path):
+def test_our_engine_against_gnugo_through_the_match_runner(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the engines' processes (the runner is this one)
     need(GNUGO)
     ours = f"gtp:{our_engine('--game', 'go:size=7,komi=7.5', '--player', 'uct:20')}"
     out = run_here(
@@ -403,7 +405,9 @@ def test_our_engine_against_gnugo_through_the_match_runner(tmp_path):
         assert bool(played.state.done[0]) or record.properties["RE"][0].endswith("+R")
 
 
-def test_an_engine_is_told_a_matchs_random_opening_and_each_opening_is_played_with_both_colours(tmp_path):
+def test_an_engine_is_told_a_matchs_random_opening_and_each_opening_is_played_with_both_colours(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the engines' processes (the runner is this one)
     need(GNUGO)
     out = run_here(
         "match.py", "--game", "go:size=7,komi=7.5", "--a", "random", "--b",
@@ -420,7 +424,8 @@ def test_an_engine_is_told_a_matchs_random_opening_and_each_opening_is_played_wi
     assert openings[0] == openings[1] and openings[2] == openings[3] and openings[0] != openings[2], openings
 
 
-def test_an_engine_moving_second_catches_up_on_four_opening_plies_and_its_opponents_reply():
+def test_an_engine_moving_second_catches_up_on_four_opening_plies_and_its_opponents_reply(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the engines' processes (the runner is this one)
     need(RHINO)
     out = run_here(
         "match.py", "--game", "othello", "--a", "random", "--b",

@@ -144,6 +144,15 @@ def test_an_sgf_record_loads_at_its_end_and_saves_back_the_same_moves(board):
     assert replay(game, saved).actions == [40, 41, 31, 32, 22] and saved.properties["PB"] == ["someone"]
 
 
+def refusal(request, *args) -> str | None:
+    """The GameError a request answers, or None if it was accepted."""
+    try:
+        request(*args)
+    except GameError as error:
+        return str(error)
+    return None
+
+
 def test_polls_go_on_while_a_new_games_engine_is_built_and_a_failed_build_changes_nothing(board, monkeypatch):
     import azero.web.gui as gui_module
 
@@ -165,9 +174,16 @@ def test_polls_go_on_while_a_new_games_engine_is_built_and_a_failed_build_change
     started = time.monotonic()
     snapshot = board.snapshot()  # the page's poll while the engine is built: answered, the old game shown
     assert time.monotonic() - started < 2 and snapshot["moves"] == ["d4"] and switch.is_alive()
+    # a click on that board meanwhile waits for the switch, and is then refused, not played on the new game
+    click = threading.Thread(target=lambda: clicked.append(refusal(board.move, 3, snapshot["game_number"])))
+    clicked = []
+    click.start()
     release.set()
     switch.join(60)
+    click.join(60)
+    assert clicked == ["the board changed before that click reached it (a new game); click again"]
     assert board.game.name == "connect4" and board.session.actions == [] and board.engine.game.name == "connect4"
+    assert board.snapshot()["game_number"] == snapshot["game_number"] + 1
     board.move(3)
     with pytest.raises(GameError, match="could not be built"):
         board.new({"game": "othello"})
@@ -198,6 +214,8 @@ def test_every_bad_request_gets_one_clear_error_and_changes_nothing(board):
             ("api/goto", {"index": 1}, "unknown key index for /api/goto; its keys: main_line, ply"),
             ("api/undo", {"ply": 0}, "unknown key ply for /api/undo; its keys: none"),
             ("api/move", {"action": 30, "colour": "black"}, "unknown key colour"),
+            ("api/move", {"action": 30, "game_number": "1"}, "game_number must be a whole number"),
+            ("api/move", {"action": 30, "game_number": 0}, "the board changed before that click"),
             ("api/settings", {"strength": 3}, "unknown setting strength"),
             ("api/settings", {"simulations": 0}, "positive whole number"),
             ("api/settings", {"simulations": 10**12}, "at most"),

@@ -81,10 +81,12 @@ class Gui:
         if not game.has_board:
             raise UserError(f"the GUI shows board games; {game.name} has no board (play it in the terminal)")
         self.lock = threading.Condition()
-        # One request that changes the game at a time. A new game's engine is built holding only
-        # this (compiling for another board takes seconds): polls and the search need only `lock`,
-        # and the fields requests change are written by requests alone.
+        # One request that changes the game at a time (taken before `lock`). A new game's engine
+        # is built holding only this (compiling for another board takes seconds), so polls and
+        # the search go on meanwhile; what that build reads without `lock` (the game, the human's
+        # side, the node limit, the engine's budget and seed) only requests write.
         self.changing = threading.Lock()
+        self.game_number = 0  # bumps at every new game or SGF load: a click on the board before is refused
         self.engine, self.human = engine, human
         self.checkpoint, self.device = checkpoint, device
         self.opponent_spec = opponent_spec or (None if checkpoint else engine.player.spec)
@@ -118,6 +120,7 @@ class Gui:
             self.columns, self.rows = edge_labels(game, self.names)
             self.choice = next((spec for spec in games.presets(board=True) if games.make_from_spec(spec) == game),
                                game.spec)  # the game picker's entry for it
+        self.game_number += 1
         self.session = GameSession(game)
         for action in actions:
             self.session.play(action)
@@ -301,6 +304,7 @@ class Gui:
                 "last": line[ply - 1] if ply else None,
                 "moves": [game.format_action(a) for a in line],
                 "ply": ply,
+                "game_number": self.game_number,
                 "variation_from": self._variation_from(),
                 "over": over,
                 "result": self._result_text(state) if over else None,
@@ -365,10 +369,13 @@ class Gui:
         self.message = message
         self.lock.notify_all()
 
-    def move(self, action: int) -> None:
+    def move(self, action: int, game_number: int | None = None) -> None:
         """Play `action` at the shown position: the line's next move follows the line, another
-        move starts a variation there."""
+        move starts a variation there. `game_number`: the snapshot's the click was made on; a
+        click on the board of a game since replaced (a new game, an SGF load) is refused."""
         with self.changing, self.lock:
+            if game_number is not None and game_number != self.game_number:
+                raise GameError("the board changed before that click reached it (a new game); click again")
             state, line = self.shown, self.session.actions
             if bool(state.done[0]):
                 raise GameError("the game is over here: step back, undo, or start a new game")

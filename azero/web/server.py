@@ -10,7 +10,9 @@ and changes nothing.
 
     GET  /api/state     the snapshot the page draws (Gui.snapshot: board, moves, ply, analysis, graph, settings)
     GET  /api/sgf       the game shown as an SGF file (400 for a game without an SGF type)
-    POST /api/move      {"action": A}            play A at the shown position (an earlier one starts a variation)
+    POST /api/move      {"action": A}            play A at the shown position (an earlier one starts a variation);
+                        {"action": A, "game_number": G}  ... refused if G is not the snapshot's game_number
+                        (the page sends it: a click that reaches the board after a new game is not played there)
     POST /api/undo      {}                       take back the shown move (and the engine's reply)
     POST /api/goto      {"ply": N}               show the position after N moves of the line;
                         {"ply": N, "main_line": true}   ... of the game's own moves, leaving a variation
@@ -49,7 +51,7 @@ PAGE_HEADERS = {
 STATIC = {"/": ("index.html", "text/html"), "/style.css": ("style.css", "text/css"),
           **{f"/{name}": (name, "text/javascript") for name in ("app.js", "board.js", "graph.js")}}
 # the keys each POST takes (/api/new and /api/settings name their unknown keys themselves)
-KEYS = {"/api/move": {"action"}, "/api/undo": set(), "/api/goto": {"ply", "main_line"}, "/api/sgf": {"sgf"}}
+KEYS = {"/api/move": {"action", "game_number"}, "/api/undo": set(), "/api/goto": {"ply", "main_line"}, "/api/sgf": {"sgf"}}
 
 
 def make_handler(gui: Gui):
@@ -161,7 +163,10 @@ def make_handler(gui: Gui):
                     action = data.get("action")
                     if isinstance(action, bool) or not isinstance(action, int):
                         raise GameError("a move needs an integer action")
-                    gui.move(action)
+                    number = data.get("game_number")
+                    if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
+                        raise GameError("game_number must be a whole number (the snapshot's)")
+                    gui.move(action, number)
                 elif self.path == "/api/undo":
                     gui.undo()
                 elif self.path == "/api/goto":

@@ -161,7 +161,7 @@ function humanChoice() { return $("human").value === "both" ? "both" : parseInt(
 function clickCell(index) {
   if (!state) return;
   const action = state.cell_action[index];
-  if (action >= 0) post("/api/move", {action});
+  if (action >= 0) post("/api/move", {action, game_number: state.game_number});
 }
 
 function step(ply) {
@@ -208,7 +208,7 @@ async function poll() {
 }
 
 $("undo").addEventListener("click", () => post("/api/undo"));
-$("pass").addEventListener("click", () => post("/api/move", {action: state.pass_action}));
+$("pass").addEventListener("click", () => post("/api/move", {action: state.pass_action, game_number: state.game_number}));
 $("first").addEventListener("click", () => step(0));
 $("back").addEventListener("click", () => step(state.ply - 1));
 $("forward").addEventListener("click", () => step(state.ply + 1));
