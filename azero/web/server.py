@@ -51,7 +51,8 @@ PAGE_HEADERS = {
 STATIC = {"/": ("index.html", "text/html"), "/style.css": ("style.css", "text/css"),
           **{f"/{name}": (name, "text/javascript") for name in ("app.js", "board.js", "graph.js")}}
 # the keys each POST takes (/api/new and /api/settings name their unknown keys themselves)
-KEYS = {"/api/move": {"action", "game_number"}, "/api/undo": set(), "/api/goto": {"ply", "main_line"}, "/api/sgf": {"sgf"}}
+KEYS = {"/api/move": {"action", "game_number"}, "/api/undo": set(), "/api/goto": {"ply", "main_line"},
+        "/api/sgf": {"sgf"}}
 
 
 def make_handler(gui: Gui):
