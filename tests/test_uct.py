@@ -371,7 +371,7 @@ def test_evaluate_script_prints_json_and_user_errors_are_one_line():
     assert len(record["elo_ci95"]) == 2
     args = cmd[2:]  # the same command, in this process: its refusals need no process of their own
     bad = run_here("evaluate.py", *args[:-1], "--json", "--b", "uct:x")
-    assert bad.returncode == 2 and bad.stderr.strip().startswith("error:")
+    assert bad.returncode == 2 and bad.stderr.strip().startswith("error:") and "Traceback" not in bad.stderr
     bad = run_here("evaluate.py", *args[:1], "gomoku:size=30", "--a", "random", "--b", "random")
     assert bad.returncode == 2 and "5..19" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
     for option, value, message in (("--games", "1000000000000", "--games must be in 1..1,000,000"),
