@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,16 +24,32 @@ class Outcome:
     stderr: str
 
 
-def run_here(script: str, *args: str) -> Outcome:
+class RanOver(BaseException):
+    """A command run here outlived its timeout (a BaseException: no `except Exception` in the
+    command catches it, as nothing in a command catches the subprocess's kill)."""
+
+
+def run_here(script: str, *args: str, timeout: int = 300) -> Outcome:
     """`python scripts/SCRIPT ARGS...` run in this process (script as "evaluate.py" or "evaluate";
     "match.py" is evaluate's other name). An exception that escapes `main` fails the test, as a
-    traceback would."""
+    traceback would; so does a command still running after `timeout` seconds (subprocess.run's
+    timeout; SIGALRM, so from the main thread only)."""
     name = Path(script).stem
     module = importlib.import_module(f"azero.cli.{ALIASES.get(name, name)}")
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = module.main(list(args))
-        except SystemExit as stop:  # argparse's usage errors (2) and --help (0)
-            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+
+    def ran_over(signum, frame):
+        raise RanOver(f"{script} {' '.join(args)} still ran after {timeout} s")
+
+    previous = signal.signal(signal.SIGALRM, ran_over)
+    signal.alarm(timeout)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = module.main(list(args))
+            except SystemExit as stop:  # argparse's usage errors (2) and --help (0)
+                code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
     return Outcome(code, out.getvalue(), err.getvalue())

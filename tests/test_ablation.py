@@ -249,55 +249,11 @@ def test_the_report_says_what_else_ran_beside_each_run(tmp_path):
     assert conditions(ablation) == [] and "What else the machine did" not in write_report(ablation).read_text()
 
 
-def test_two_tiny_arms_make_a_table_a_plot_and_print_their_commands(tmp_path):
+def test_an_ablation_stopped_inside_an_arm_continues_and_makes_a_table_a_plot_and_its_commands(tmp_path):
     out = tmp_path / "ablation"
-    args = ["--game", "tictactoe", "--iterations", "1", "--arm", "base:", "--arm", "small:network.channels=4",
+    args = ["--game", "tictactoe", "--iterations", "4", "--arm", "first:", "--arm", "second:network.channels=6",
             *TINY, "--yardstick", "judge:positions=40,min_plies=0,max_plies=6", "--yardstick", "random",
             "--games", "4", "--out", str(out)]
-    result = run_here("ablate.py", *args)
-    assert result.returncode == 0, result.stderr
-    commands = [line[2:] for line in result.stdout.splitlines() if line.startswith("$ ")]
-    assert len(commands) == 6 and all(c.startswith("python ") for c in commands)
-    assert "--set network.channels=4" in commands[3] and f"--run-dir {out / 'small-seed0'}" in commands[3]
-    assert "scripts/judge.py --game tictactoe --player az:" in commands[1] and "--b random --games 4" in commands[2]
-    state = json.loads((out / "ablation.json").read_text())
-    assert [entry["command"] for entry in state["commands"]] == commands
-    for run in ("base-seed0", "small-seed0"):
-        assert state["runs"][run]["trained"] and (out / run / "latest.pt").exists()
-        judged = state["runs"][run]["results"]["judge:positions=40,min_plies=0,max_plies=6"]
-        assert judged["positions"] == 40 and 0 <= judged["kept"] <= 40
-        assert state["runs"][run]["results"]["random"]["games"] == 4
-    table = (out / "ablation.md").read_text()
-    rows = [line for line in table.splitlines() if line.startswith("| base |") or line.startswith("| small |")]
-    assert len(rows) == 2 and all(re.search(r"\d+\.\d% \[\d+\.\d%, \d+\.\d%\]", row) for row in rows)
-    assert "1 iteration per seed" in table and "![Elo against training minutes, by arm](elo.svg)" in table
-    assert commands[0] in table
-    svg = (out / "elo.svg").read_text()
-    assert svg.count("<polyline") == 2 and ">base</text>" in svg and ">small</text>" in svg
-    again = run_here("ablate.py", "--out", str(out))  # all done: nothing runs again
-    assert again.returncode == 0 and "0 steps left" in again.stdout and "$ " not in again.stdout
-    other = run_here("ablate.py", *[a if a != "1" else "2" for a in args])
-    assert other.returncode == 2 and "holds another ablation (iterations is 1 there, 2 here)" in other.stderr
-
-    # a match added afterwards: one, small against base
-    versus = run_here("ablate.py", "--out", str(out), "--head-to-head", "4")
-    assert versus.returncode == 0, versus.stderr
-    match = [line[2:] for line in versus.stdout.splitlines() if line.startswith("$ ")]
-    assert len(match) == 1 and f"--a az:{out / 'small-seed0' / 'latest.pt'}:sims=4" in match[0]
-    assert f"--b az:{out / 'base-seed0' / 'latest.pt'}:sims=4 --games 4 --opening-plies 2" in match[0]
-    state = json.loads((out / "ablation.json").read_text())
-    assert state["plan"]["head_to_head"] == 4 and state["runs"]["small-seed0"]["head_to_head"]["games"] == 4
-    assert "head_to_head" not in state["runs"]["base-seed0"]
-    table = (out / "ablation.md").read_text()
-    assert "| head to head against base |" in table and "played 4 games against the `base` arm's" in table
-    small = next(line for line in table.splitlines() if line.startswith("| small |"))
-    assert re.search(r"Elo [^|]*\(\d+-\d+-\d+\) \|$", small)  # the last column: the match
-
-
-def test_a_stopped_ablation_continues_with_the_arms_not_finished(tmp_path):
-    out = tmp_path / "ablation"
-    args = ["--game", "tictactoe", "--iterations", "6", "--arm", "first:", "--arm", "second:network.channels=6",
-            *TINY, "--yardstick", "judge:positions=20,min_plies=0,max_plies=6", "--out", str(out)]
     process = subprocess.Popen([sys.executable, str(SCRIPTS / "ablate.py"), *args], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     second = out / "second-seed0" / "latest.pt"
@@ -308,21 +264,57 @@ def test_a_stopped_ablation_continues_with_the_arms_not_finished(tmp_path):
     stdout, stderr = process.communicate(timeout=300)
     assert process.returncode == 130 and "Traceback" not in stderr, stderr
     assert f"Continue with: python scripts/ablate.py --out {out}" in stdout
+    before = [line[2:] for line in stdout.splitlines() if line.startswith("$ ")]
+    assert len(before) == 4 and all(c.startswith("python ") for c in before)  # first: train, 2 measures; second
+    assert "scripts/judge.py --game tictactoe --player az:" in before[1] and "--b random --games 4" in before[2]
+    assert "--set network.channels=6" in before[3] and f"--run-dir {out / 'second-seed0'}" in before[3]
     state = json.loads((out / "ablation.json").read_text())
     assert state["runs"]["first-seed0"]["trained"] and state["runs"]["first-seed0"]["results"]
     assert not state["runs"]["second-seed0"]["trained"] and state["commands"][-1]["exit"] == "interrupted"
     stopped_at = max(json.loads(line)["iteration"]
                      for line in (out / "second-seed0" / "metrics.jsonl").read_text().splitlines())
-    assert 1 <= stopped_at < 6
+    assert 1 <= stopped_at < 4
 
     resumed = run_here("ablate.py", "--out", str(out))
     assert resumed.returncode == 0, resumed.stderr
-    commands = [line[2:] for line in resumed.stdout.splitlines() if line.startswith("$ ")]
-    assert len(commands) == 2 and "--run-dir" in commands[0] and "--set" not in commands[0]  # its own config
+    after = [line[2:] for line in resumed.stdout.splitlines() if line.startswith("$ ")]
+    assert len(after) == 3 and "--run-dir" in after[0] and "--set" not in after[0]  # its own config
     assert "first-seed0" not in resumed.stdout  # the finished arm is not run again
     assert f"resuming {out / 'second-seed0'} at iteration {stopped_at}" in resumed.stdout
     records = [json.loads(line) for line in (out / "second-seed0" / "metrics.jsonl").read_text().splitlines()]
-    assert [r["iteration"] for r in records] == list(range(1, 7))
+    assert [r["iteration"] for r in records] == list(range(1, 5))
+    state = json.loads((out / "ablation.json").read_text())
+    assert [entry["command"] for entry in state["commands"]] == before + after
+    for run in ("first-seed0", "second-seed0"):
+        assert state["runs"][run]["trained"] and (out / run / "latest.pt").exists()
+        judged = state["runs"][run]["results"]["judge:positions=40,min_plies=0,max_plies=6"]
+        assert judged["positions"] == 40 and 0 <= judged["kept"] <= 40
+        assert state["runs"][run]["results"]["random"]["games"] == 4
     table = (out / "ablation.md").read_text()
-    assert "| first | 0 | 6 |" in table and "| second | 0 | 6 |" in table and "# interrupted" in table
-    assert (out / "elo.svg").read_text().count("<polyline") == 2
+    rows = [line for line in table.splitlines() if line.startswith("| first |") or line.startswith("| second |")]
+    assert len(rows) == 2 and all(re.search(r"\d+\.\d% \[\d+\.\d%, \d+\.\d%\]", row) for row in rows)
+    assert "| first | 0 | 4 |" in table and "| second | 0 | 4 |" in table and "# interrupted" in table
+    assert "4 iterations per seed" in table and "![Elo against training minutes, by arm](elo.svg)" in table
+    assert before[0] in table
+    svg = (out / "elo.svg").read_text()
+    assert svg.count("<polyline") == 2 and ">first</text>" in svg and ">second</text>" in svg
+    again = run_here("ablate.py", "--out", str(out))  # all done: nothing runs again
+    assert again.returncode == 0 and "0 steps left" in again.stdout and "$ " not in again.stdout
+    longer = list(args)
+    longer[longer.index("--iterations") + 1] = "5"
+    other = run_here("ablate.py", *longer)
+    assert other.returncode == 2 and "holds another ablation (iterations is 4 there, 5 here)" in other.stderr
+
+    # a match added afterwards: one, second against first
+    versus = run_here("ablate.py", "--out", str(out), "--head-to-head", "4")
+    assert versus.returncode == 0, versus.stderr
+    match = [line[2:] for line in versus.stdout.splitlines() if line.startswith("$ ")]
+    assert len(match) == 1 and f"--a az:{out / 'second-seed0' / 'latest.pt'}:sims=4" in match[0]
+    assert f"--b az:{out / 'first-seed0' / 'latest.pt'}:sims=4 --games 4 --opening-plies 2" in match[0]
+    state = json.loads((out / "ablation.json").read_text())
+    assert state["plan"]["head_to_head"] == 4 and state["runs"]["second-seed0"]["head_to_head"]["games"] == 4
+    assert "head_to_head" not in state["runs"]["first-seed0"]
+    table = (out / "ablation.md").read_text()
+    assert "| head to head against first |" in table and "played 4 games against the `first` arm's" in table
+    second_row = next(line for line in table.splitlines() if line.startswith("| second |"))
+    assert re.search(r"Elo [^|]*\(\d+-\d+-\d+\) \|$", second_row)  # the last column: the match

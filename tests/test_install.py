@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from runs import tiny_sets
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -38,8 +40,7 @@ def test_an_installed_azero_trains_from_another_folder(tmp_path):
     assert (Path(config_dir) / "tictactoe.toml").exists()
 
     run = subprocess.run([environment / "bin" / "azero", "train", "--game", "tictactoe", "--iterations", "1",
-                          "--run-dir", "run", "--no-progress", "--set", "evaluation.games=2",
-                          "--set", "evaluation.previous_games=0"],
+                          "--run-dir", "run", "--no-progress", *tiny_sets({"evaluation.games": 2})],
                          cwd=elsewhere, capture_output=True, text=True, env=env, timeout=600)
     assert run.returncode == 0, run.stderr
     assert (elsewhere / "run" / "latest.pt").exists()
