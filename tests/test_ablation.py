@@ -204,6 +204,29 @@ def test_arms_plot_draws_every_run_in_its_arms_colour():
     assert nice_ticks(0, 0.5) == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]
 
 
+def test_plot_elo_draws_a_runs_evaluations_and_refuses_a_folder_without_any(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    records = [{"iteration": 1, "charts/hours": 0.1}, {"iteration": 2, "charts/hours": 0.2, "eval/elo": 0.0,
+                                                        "eval/elo_low": -80.0, "eval/elo_high": 80.0},
+               {"iteration": 3, "charts/hours": 0.5, "eval/elo": 250.0, "eval/elo_low": 150.0, "eval/elo_high": 350.0}]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = run_here("plot_elo.py", str(run_dir), "--title", "tiny <run>")
+    assert out.returncode == 0 and out.stdout.strip() == str(run_dir / "elo.svg"), out.stderr
+    svg = (run_dir / "elo.svg").read_text()
+    assert svg.count("<circle") == 2 and "<polygon" in svg and "tiny &lt;run&gt;" in svg  # the two evaluations
+    assert run_here("plot_elo", str(run_dir), "-o", str(tmp_path / "a.svg")).stdout.strip() == str(tmp_path / "a.svg")
+    (tmp_path / "file").write_text("")
+    out = run_here("plot_elo.py", str(run_dir), "-o", str(tmp_path / "file" / "c.svg"))
+    assert out.returncode == 2 and "that is a file, not a folder" in out.stderr and "Traceback" not in out.stderr
+    (run_dir / "metrics.jsonl").write_text(json.dumps(records[0]) + "\n")
+    out = run_here("plot_elo.py", str(run_dir), "-o", str(tmp_path / "b.svg"))
+    assert out.returncode == 2 and out.stderr.strip().endswith("has no evaluations yet") and "Traceback" not in out.stderr
+    out = run_here("plot_elo.py", str(tmp_path / "nowhere"), "-o", str(tmp_path / "b.svg"))
+    assert out.returncode == 2 and "is " + str(tmp_path / "nowhere") + " a run folder?" in out.stderr
+    assert not (tmp_path / "b.svg").exists()
+
+
 def test_a_run_stopped_part_way_continues_for_the_minutes_it_has_not_trained(tmp_path):
     from azero.ablation import Ablation
 

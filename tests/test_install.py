@@ -45,3 +45,6 @@ def test_an_installed_azero_trains_from_another_folder(tmp_path):
     assert run.returncode == 0, run.stderr
     assert (elsewhere / "run" / "latest.pt").exists()
     assert (elsewhere / "run" / "config.toml").read_text().count('spec = "tictactoe') == 1
+    plot = subprocess.run([environment / "bin" / "azero", "plot_elo", "run"], cwd=elsewhere, capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert plot.returncode == 0 and "<circle" in (elsewhere / "run" / "elo.svg").read_text(), plot.stderr

@@ -21,6 +21,7 @@ COMMANDS = {
     "judge": "players judged move by move by an exact solver (Connect Four, tiny games)",
     "ablate": "training arms of equal wall time, each judged against the game's yardsticks",
     "bench": "print throughput figures as one JSON object",
+    "plot_elo": "a run's Elo against training minutes as an SVG picture",
 }
 
 
