@@ -3,8 +3,8 @@
     config = load_config(game="gomoku", overrides=["search.simulations=128"])
     config = load_config(path="my-gomoku.toml")
 
-Presets in azero/configs/ (shipped inside the package) hold only what differs from the
-defaults here. Unknown keys and bad values are errors (ConfigError) that name the key and what is allowed.
+Presets in azero/configs/ (shipped inside the package) set what each game needs over the
+defaults here (some repeat a default, to show the value the game was measured with). Unknown keys and bad values are errors (ConfigError) that name the key and what is allowed.
 Every field has a one-line help text, shown by `train.py --help-config`.
 """
 

@@ -17,8 +17,8 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(
         prog="pbrain.py",
-        description="A gomoku brain speaking the Piskvork (Gomocup) protocol on stdin/stdout: START, BEGIN, "
-        "TURN, BOARD, INFO, TAKEBACK, END, ABOUT. Give a trained checkpoint or any player spec.",
+        description="A gomoku brain speaking the Piskvork (Gomocup) protocol on stdin/stdout: START, RECTSTART, "
+        "RESTART, BEGIN, TURN, BOARD, INFO, TAKEBACK, PLAY, END, ABOUT. Give a trained checkpoint or any player spec.",
     )
     who = parser.add_mutually_exclusive_group(required=True)
     who.add_argument("--checkpoint", help="a gomoku checkpoint (plays its own board size only)")

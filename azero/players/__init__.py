@@ -49,7 +49,7 @@ REGISTRY: dict[str, PlayerEntry] = {entry.name: entry for entry in (
     PlayerEntry("perfect", perfect.build, "exact play: exhaustive search for tic-tac-toe, Nim and other tiny games; "
                 "the BitBully solver for 6x7 Connect Four (pip install -e '.[yardsticks]')",
                 perfect.ARGUMENT, perfect.OPTIONS),
-    PlayerEntry("az", az.build, "a trained network with PUCT search", az.ARGUMENT, az.OPTIONS),
+    PlayerEntry("az", az.build, "a trained network with PUCT or Gumbel AlphaZero search", az.ARGUMENT, az.OPTIONS),
     PlayerEntry("human", _human, "you, in play.py; not in matches between programs"),
     PlayerEntry("gtp", _gtp, 'an external GTP engine for go or othello, run as a process, e.g. '
                 'gtp:"gnugo --mode gtp --level 1"; one game at a time',
