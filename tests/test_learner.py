@@ -50,7 +50,7 @@ def test_network_fits_solved_tictactoe():
     net = PolicyValueNet(NetworkConfig(blocks=2, channels=64, value_hidden=64), TTT)
     optimizer = torch.optim.AdamW(net.parameters(), lr=3e-3, weight_decay=1e-4)
     n = states.batch_size
-    for _ in range(40):
+    for _ in range(20):  # 99.9% of values and 100% of moves at 20 epochs; 97.5% of values at 15
         net.train()
         for batch in torch.randperm(n).split(128):
             logits, value = net(planes[batch], legal[batch])
