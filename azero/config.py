@@ -116,7 +116,7 @@ class TrainConfig:
     schedule_iterations: int = _f(200, "cosine schedule: iterations from peak to min_learning_rate", low=1)
     schedule_minutes: float = _f(0.0, "cosine schedule: minutes of the run's clock (all its sessions, evaluations "
                                  "included) from peak to min_learning_rate, instead of schedule_iterations; "
-                                 "a new run's --minutes ends the decay with its budget (0 = off)", low=0)
+                                 "set it to a new run's --minutes to end the decay with its budget (0 = off)", low=0)
     min_learning_rate: float = _f(1e-5, "cosine schedule: final learning rate", low=0)
     grad_clip: float = _f(5.0, "clip the gradient norm to this (0 = no clipping)", low=0)
     ema_decay: float = _f(0.0, "self-play, evaluation and checkpoints use an exponential moving average of the "

@@ -18,6 +18,7 @@ chunk), config (config.toml, provenance.json), truncate (metrics.jsonl rewritten
     metrics.write    half of an iteration's line appended to metrics.jsonl
     metrics.written  the whole line written, before its fsync
     replay.prune     after latest.pt is saved, before old replay chunks are deleted
+    actor.start      a Ray self-play actor's constructor (in the actor's process)
 
 tests/test_crash.py aims its kills with these.
 """

@@ -37,7 +37,7 @@ import torch
 import games
 
 from . import __version__
-from .arena import check_opening
+from .arena import MAX_GAMES_AT_ONCE, check_opening
 from .checkpoint import (TEMPORARY_SUFFIX, atomic_save, atomic_write_text, load_checkpoint, network_checkpoint,
                          remove_temporary_files)
 from .config import Config, config_from_dict, differences, read_toml, toml_text
@@ -46,6 +46,7 @@ from .evaluation import LadderEvaluator
 from .faults import fault
 from .metrics import METRICS, read_metrics
 from .network import PolicyValueNet, device_problem, precision_problem
+from .player import MAX_SIMULATIONS
 from .replay import ReplayBuffer, prune, restore, save_chunk
 from .search import memory, node_bytes
 from .selfplay import Samples, SelfPlay, stored_fields, tree_nodes
@@ -127,8 +128,12 @@ def open_run(config: Config | None, run_dir: Path | None,
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:  # a file in the way, no permission
         raise UserError(f"cannot make the run folder {run_dir}: {error.strerror or error}") from None
-    atomic_write_text(run_dir / "config.toml", config.to_toml())
-    write_provenance(run_dir, command)
+    try:
+        atomic_write_text(run_dir / "config.toml", config.to_toml())
+        write_provenance(run_dir, command)
+    except OSError as error:  # a full disk, no permission: nothing half-written stays
+        _discard(run_dir, before)
+        raise UserError(f"cannot write the run's files in {run_dir}: {error.strerror or error}") from None
     return config, run_dir, False, before
 
 
@@ -147,6 +152,16 @@ def check_new_run(config: Config) -> games.Game:
     except memory.TreeTooLarge as error:
         raise UserError(f"selfplay.games={config.selfplay.games} with search.simulations="
                         f"{config.search.simulations}: {error}") from None
+    evaluation = config.evaluation
+    if evaluation.simulations > MAX_SIMULATIONS:
+        raise UserError(f"evaluation.simulations={evaluation.simulations:,}: a move may search at most "
+                        f"{MAX_SIMULATIONS:,}")
+    try:  # the evaluation matches' trees: all games of a match at once, failing at the first evaluation else
+        memory.check_tree_size(min(evaluation.games, MAX_GAMES_AT_ONCE), evaluation.simulations + 1,
+                               node_bytes(game.initial_state(1), game.num_actions, with_prior=True))
+    except memory.TreeTooLarge as error:
+        raise UserError(f"evaluation.games={evaluation.games} with evaluation.simulations="
+                        f"{evaluation.simulations}: {error}") from None
     check_opening(game, config.evaluation.opening_plies)
     try:
         check_opening(game, config.selfplay.opening_plies)
@@ -229,6 +244,7 @@ class Run:
             self._truncate_metrics()
             return
         data = load_checkpoint(latest, game=self.game)
+        self._check_own(latest, data)
         self.net.load_state_dict(data["model"])
         self.trainer.load_state_dict(data["trainer"])
         self.selfplay.load_state_dict(data["selfplay"])
@@ -248,6 +264,27 @@ class Run:
             self.evaluation_seconds = sum(record.get("charts/evaluation_seconds", 0.0)
                                           for record in records) if in_process else 0.0
         self.saved_iteration = self.iteration
+
+    def _check_own(self, latest: Path, data: dict) -> None:
+        """UserError unless `data` (latest.pt) is a training checkpoint saved by a run of this config:
+        a numbered snapshot or another run's latest.pt copied over it would fail to load part way
+        (a network of another shape, self-play of another batch) or train on from the wrong state."""
+        missing = [key for key in ("config", "trainer", "selfplay", "evaluation", "sample_generator", "torch_rng",
+                                   "positions", "elapsed") if key not in data]
+        if missing:
+            raise UserError(f"{latest} is not a training checkpoint (it has no {missing[0]!r}; a numbered snapshot "
+                            "from checkpoints/ holds the network alone); put back the run's own latest.pt, or "
+                            "start a new --run-dir from the network with a new run")
+        try:
+            saved = config_from_dict(data["config"])
+        except (UserError, TypeError, ValueError) as error:
+            raise UserError(f"{latest} holds a config this azero cannot read ({error})") from None
+        changed = differences(saved, self.config)
+        if changed:
+            key, old, new = changed[0]
+            raise UserError(f"{latest} was saved by a run with another config ({key}: {toml_text(old)} there, "
+                            f"{toml_text(new)} in {self.dir / 'config.toml'}; {len(changed)} keys differ); put back "
+                            "the run's own latest.pt, or give a new --run-dir")
 
     def _truncate_metrics(self) -> list[dict]:
         """Keep the records of the iterations latest.pt holds (a later one was cut short by a stop,
@@ -405,9 +442,14 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
     config, run_dir, resuming, before = open_run(config, run_dir, command or sys.argv)
     try:
         run = Run(config, run_dir, progress=progress, log=log)
-    except Exception:
+    except Exception as error:
         if not resuming:
             _discard(run_dir, before)
+        if isinstance(error, OSError) and not isinstance(error, BrokenPipeError):  # a full disk, no permission
+            where = f" ({error.filename})" if error.filename else ""
+            then = (f"once that is fixed, continue with: python scripts/train.py --run-dir {run_dir}" if resuming
+                    else "nothing was kept")
+            raise UserError(f"cannot set up the run's files: {error.strerror or error}{where}; {then}") from None
         raise
     if resuming:
         log(f"resuming {run_dir} at iteration {run.iteration} ({run.positions} positions, buffer {len(run.buffer)})")

@@ -13,12 +13,15 @@ from .metrics import METRICS, read_metrics
 
 
 def read_elo(run_dir: Path) -> list[tuple[float, float, float, float]]:
-    """(minutes, elo, low, high) of every evaluation in the run."""
+    """(minutes, elo, low, high) of every evaluation in the run (a record without all four numbers,
+    e.g. one edited by hand, is left out)."""
     path = Path(run_dir) / METRICS
     if not path.exists():
         raise UserError(f"{path} not found: is {run_dir} a run folder?")
+    keys = ("charts/hours", "eval/elo", "eval/elo_low", "eval/elo_high")
     points = [(record["charts/hours"] * 60, record["eval/elo"], record["eval/elo_low"], record["eval/elo_high"])
-              for record in read_metrics(run_dir) if "eval/elo" in record]
+              for record in read_metrics(run_dir)
+              if all(isinstance(record.get(key), (int, float)) and math.isfinite(record[key]) for key in keys)]
     if not points:
         raise UserError(f"{run_dir} has no evaluations yet")
     return points

@@ -209,8 +209,9 @@ def test_plot_elo_draws_a_runs_evaluations_and_refuses_a_folder_without_any(tmp_
     run_dir.mkdir()
     records = [{"iteration": 1, "charts/hours": 0.1}, {"iteration": 2, "charts/hours": 0.2, "eval/elo": 0.0,
                                                         "eval/elo_low": -80.0, "eval/elo_high": 80.0},
-               {"iteration": 3, "charts/hours": 0.5, "eval/elo": 250.0, "eval/elo_low": 150.0, "eval/elo_high": 350.0}]
-    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+               {"iteration": 3, "charts/hours": 0.5, "eval/elo": 250.0, "eval/elo_low": 150.0, "eval/elo_high": 350.0},
+               {"iteration": 4, "charts/hours": 0.6, "eval/elo": "high"}]  # (edited by hand: left out)
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records) + "not json\n")
     out = run_here("plot_elo.py", str(run_dir), "--title", "tiny <run>")
     assert out.returncode == 0 and out.stdout.strip() == str(run_dir / "elo.svg"), out.stderr
     svg = (run_dir / "elo.svg").read_text()

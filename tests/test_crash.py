@@ -10,6 +10,7 @@ prints the kill points tried and the resumes that succeeded (docs/RELIABILITY.md
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
@@ -103,7 +104,7 @@ class Campaign:
             env["AZERO_FAULT"] = f"{point}@{self.random.randint(1, 2)}:{action}"
             label, wait = point, 300.0
         else:
-            label, wait = "random moment", self.random.uniform(1.0, 12.0)
+            label, wait = "random moment", self.random.uniform(1.0, 8.0)  # (start-up, torch's import, takes 3-4 s)
         args = [*TINY] if not self.started else ["--no-progress"]
         process = subprocess.Popen(command(*args, "--iterations", "100000", "--run-dir", str(self.run_dir)),
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -201,6 +202,40 @@ def test_the_same_command_again_continues_the_run_and_a_different_one_is_refused
     out = run_here("train.py", "--set", "search.simulations=16", "--iterations", "3", "--run-dir", str(run_dir))
     assert out.returncode == 2 and "come with --game or --config" in out.stderr
     assert saved_iteration(run_dir) == 2
+
+
+def test_a_latest_pt_not_the_runs_own_is_refused_before_it_loads_part_way(tmp_path):
+    # (the refusals run here: they come before the run would change anything; the campaign above
+    # resumes the run's own latest.pt many times)
+    run_dir = tmp_path / "run"
+    assert train(*TINY, "--set", "run.keep_every=1", "--iterations", "1", "--run-dir", str(run_dir)).returncode == 0
+    own = (run_dir / "latest.pt").read_bytes()
+    # a numbered snapshot copied over it: the network alone (this was a KeyError's traceback)
+    (run_dir / "latest.pt").write_bytes((run_dir / "checkpoints" / "iter-000001.pt").read_bytes())
+    out = run_here("train.py", "--iterations", "2", "--run-dir", str(run_dir), "--no-progress")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert "is not a training checkpoint (it has no 'config'" in out.stderr, out.stderr
+    # another run's, of the same game with another network (this was a size mismatch's traceback)
+    data = torch.load(io.BytesIO(own), weights_only=True)
+    data["config"]["network"]["channels"] = 16
+    torch.save(data, run_dir / "latest.pt")
+    out = run_here("train.py", "--iterations", "2", "--run-dir", str(run_dir), "--no-progress")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert "was saved by a run with another config (network.channels: 16 there, 8 in" in out.stderr, out.stderr
+    assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == 1  # the run's metrics untouched
+
+
+@pytest.mark.parametrize("fault_at", ["config.write", "config.write@2"])  # config.toml, provenance.json
+def test_a_new_run_that_cannot_write_its_first_files_leaves_no_folder(tmp_path, monkeypatch, fault_at):
+    from azero import faults
+
+    monkeypatch.setattr(faults, "_reached", {})
+    monkeypatch.setenv("AZERO_FAULT", f"{fault_at}:enospc")
+    run_dir = tmp_path / "run"
+    out = run_here("train.py", *TINY, "--iterations", "1", "--run-dir", str(run_dir))
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.startswith(f"error: cannot write the run's files in {run_dir}: No space left on device")
+    assert not run_dir.exists()
 
 
 def test_a_rebuilt_replay_ring_is_the_ring_the_run_left(tmp_path):

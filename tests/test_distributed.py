@@ -178,31 +178,14 @@ def test_a_ray_address_nobody_listens_on_is_one_clear_error(tmp_path):
 
 
 @needs_ray
-def test_a_ray_run_writes_the_files_and_metrics_of_a_one_process_run(tmp_path):
-    alone, spread = tmp_path / "alone", tmp_path / "spread"
-    out = train(*TINY, "--iterations", "3", "--run-dir", str(alone))
-    assert out.returncode == 0, out.stderr
-    out = train(*TINY, *RAY, "--iterations", "3", "--run-dir", str(spread))
-    assert out.returncode == 0, out.stderr
-    assert "self-play actor 1: pid" in out.stdout and "iteration 3" in out.stdout
-    assert files(spread) == files(alone)
-    assert list((spread / "tb").glob("events.out.tfevents.*"))
-    keys_alone = set().union(*metrics(alone))
-    keys_spread = set().union(*metrics(spread))
-    assert keys_alone <= keys_spread
-    assert {k.split("/")[0] for k in keys_spread - keys_alone} == {"actors"}
-    records = metrics(spread)
-    assert [r["iteration"] for r in records] == [1, 2, 3]
-    assert "eval/elo" in records[-1] and records[-1]["eval/network_iteration"] == 3
-    assert {"actors/0/positions_per_s", "actors/1/positions_per_s", "actors/1/restarts"} <= keys_spread
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    board = EventAccumulator(str(spread / "tb"))
-    board.Reload()
-    assert {"actors/0/positions_per_s", "actors/1/restarts", "charts/weights_staleness"} <= set(board.Tags()["scalars"])
-    assert all(r["charts/weights_staleness"] >= 0 for r in records)
-    assert latest(spread)["positions"] == replayed(spread) == records[-1]["charts/positions"]
-    assert latest(spread).keys() == latest(alone).keys()
+def test_actors_that_cannot_start_are_one_clear_error_and_leave_no_folder(tmp_path):
+    # (as on a cluster node without azero): the constructor raises in every actor's process
+    run_dir = tmp_path / "run"
+    out = train(*TINY, *RAY, "--iterations", "1", "--run-dir", str(run_dir),
+                env={**os.environ, "AZERO_FAULT": "actor.start:enospc"}, timeout=300)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert "the actors could not start: OSError: [Errno 28] No space left on device" in out.stderr, out.stderr
+    assert not run_dir.exists()
 
 
 @needs_ray
@@ -237,7 +220,8 @@ def test_a_killed_actor_is_replaced_and_no_finished_game_is_lost_or_counted_twic
 
 
 @needs_ray
-def test_a_ray_run_resumes_without_ray_and_with_it_after_its_learner_is_killed(tmp_path):
+def test_a_ray_run_resumes_without_ray_and_with_it_after_its_learner_is_killed_and_leaves_a_one_process_runs_files(
+        tmp_path):
     run_dir, log = tmp_path / "run", tmp_path / "log"
     # the learner dies (kill -9) in the middle of writing iteration 2's checkpoint
     process = start(log, *TINY, *RAY, "--iterations", "200", "--run-dir", str(run_dir),
@@ -265,3 +249,23 @@ def test_a_ray_run_resumes_without_ray_and_with_it_after_its_learner_is_killed(t
     assert latest(run_dir)["positions"] == replayed(run_dir) == records[-1]["charts/positions"]
     assert len(list((run_dir / "replay").glob("iter-*.pt"))) == done + 2
     assert all(not p.name.startswith(".") for p in run_dir.iterdir())
+    # what the run left is what a run of the same length on one process leaves, plus the actors' metrics
+    alone = tmp_path / "alone"  # in two commands too, so that both evaluate at their ends
+    for budget in (done + 1, done + 2):
+        out = train(*TINY, "--iterations", str(budget), "--run-dir", str(alone))
+        assert out.returncode == 0, out.stderr
+    assert files(run_dir) == files(alone)
+    assert list((run_dir / "tb").glob("events.out.tfevents.*"))
+    keys_alone = set().union(*metrics(alone))
+    keys_spread = set().union(*metrics(run_dir))
+    assert keys_alone <= keys_spread
+    assert {k.split("/")[0] for k in keys_spread - keys_alone} == {"actors"}
+    assert "eval/elo" in records[-1] and records[-1]["eval/network_iteration"] == done + 2
+    assert {"actors/0/positions_per_s", "actors/1/positions_per_s", "actors/1/restarts"} <= set(records[-1])
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    board = EventAccumulator(str(run_dir / "tb"))
+    board.Reload()
+    assert {"actors/0/positions_per_s", "actors/1/restarts", "charts/weights_staleness"} <= set(board.Tags()["scalars"])
+    assert all(r["charts/weights_staleness"] >= 0 for r in records)
+    assert latest(run_dir).keys() == latest(alone).keys()

@@ -537,3 +537,31 @@ def test_an_external_engine_that_stops_answering_is_stopped_with_a_clear_error()
     assert time.monotonic() - started < 30
     assert client.process.poll() is not None  # stopped, not left running
     client.close()
+
+
+@pytest.mark.parametrize("engine, timeout, words", [
+    # a line every 0.3 s, none an answer: each line came within the timeout, the answer never did
+    ("import sys, time\nfor line in sys.stdin:\n    while True: print('thinking', flush=True); time.sleep(0.3)",
+     1, "did not answer 'genmove b' within 1 s"),
+    # lines without end, as fast as it can (`yes`): an answer that never starts, then one that never ends
+    ("import sys\nfor line in sys.stdin:\n    while True: print('y')", 20, "printed over 10,000 lines"),
+    ("import sys\nfor line in sys.stdin:\n    print('= ok')\n    while True: print('y')", 20,
+     "printed over 10,000 lines"),
+])
+def test_an_external_engine_that_talks_without_answering_is_stopped_with_a_clear_error(engine, timeout, words):
+    client = GTPClient([sys.executable, "-c", engine], "gtp:chatty", timeout=timeout)
+    started = time.monotonic()
+    with pytest.raises(UserError, match=f"gtp:chatty {words}"):
+        client.ask("genmove b")
+    assert time.monotonic() - started < 30
+    assert client.process.poll() is not None
+    client.close()
+
+
+def test_bytes_of_an_external_engine_that_are_not_utf8_are_an_unreadable_answer_not_its_end():
+    engine = ("import sys\nfor line in sys.stdin:\n"
+              "    sys.stdout.buffer.write(b'= \\xff\\xfe\\n\\n'); sys.stdout.flush()")
+    client = GTPClient([sys.executable, "-c", engine], "gtp:latin", timeout=5)
+    assert client.ask("genmove b") == "\ufffd\ufffd"  # the player then refuses it as no vertex
+    assert client.process.poll() is None
+    client.close()

@@ -156,6 +156,7 @@ def test_malformed_lines_get_errors_and_the_brain_keeps_running():
     assert brain.ask("TAKEBACK 9,9").startswith("ERROR")  # empty square
     assert brain.ask(f"TAKEBACK {x},{y}") == "OK"
     assert brain.ask("BOARD\n1,1,1\n1,1,2\nDONE").startswith("ERROR")  # the same square twice
+    assert brain.ask("BOARD\n" + "1,1,1\n" * 5000 + "DONE").startswith("ERROR more board lines than the 10x10")
     brain.send("BOARD")
     brain.send("0,0,2")
     reply = brain.ask("DONE")

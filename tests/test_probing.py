@@ -458,6 +458,10 @@ def test_a_checkpoint_path_with_an_equals_sign_plays(tmp_path):
     ("bench.py", ["--only", "games", "--seconds", "nan"], "--seconds must be above 0"),
     ("bench.py", ["--only", "games", "--repeats", "0"], "--repeats must be in"),
     ("bench.py", ["--only", "games", "--threads", "-1"], "--threads must be in"),
+    ("bench.py", ["--only", "games", "--plot", "scaling.svg"], "add --only ray_scaling"),  # drew nothing before
+    ("bench.py", ["--only", "ray_scaling", "--plot", "/proc/nowhere/scaling.svg"], "--plot /proc/nowhere/scaling.svg"),
+    ("ablate.py", ["--game", "tictactoe", "--arm", "base:", "--iterations", "1", "--out", "/proc/nowhere"],
+     "--out /proc/nowhere: cannot write there"),
     ("evaluate.py", ["--game", "tictactoe", "--a", "random", "--b", "random", "--opening-plies", "10" * 10],
      "--opening-plies must be at least 0 and at most 1,000"),
     ("judge.py", ["--game", "tictactoe", "--player", "random", "--max-plies", "10" * 10], "--max-plies <="),

@@ -194,6 +194,11 @@ def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
              "evaluation.ladder rung 'uct:100:bogus=1': uct: unknown option bogus"),
             (["--game", "tictactoe", "--set", "selfplay.games=1000000000"], "selfplay.games=1000000000 with "
              "search.simulations=32: this search needs"),
+            # the evaluation's search too, which failed at the first evaluation, and at every resume
+            (["--game", "tictactoe", "--set", "evaluation.simulations=200000000"],
+             "evaluation.simulations=200,000,000: a move may search at most 100,000,000"),
+            (["--game", "tictactoe", "--set", "evaluation.simulations=90000000"],
+             "evaluation.games=40 with evaluation.simulations=90000000: this search needs"),
         ]
         for number, (args, message) in enumerate(cases):
             run_dir = tmp_path / f"never-{number}"
@@ -210,8 +215,13 @@ def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
             out = run_here("train.py", "--game", "tictactoe", "--set", "run.device=cuda", "--run-dir", str(run_dir))
             assert out.returncode == 2 and "run.device=cuda: no CUDA device is available here" in out.stderr
         assert not run_dir.exists()
-        out = run_here("train.py", "--game", "tictactoe", "--minutes", "nan")
-        assert out.returncode == 2 and "--minutes must be a positive number" in out.stderr
+        for budget, words in ((["--minutes", "nan"], "--minutes must be above 0"),
+                              (["--minutes", "1e308"], "at most 1,000,000"),  # (trained forever before)
+                              (["--iterations", str(10 ** 30)], "--iterations must be in 1..1,000,000,000"),
+                              (["--ray", "--actors", "100000"], "--actors must be in 1..1,024")):
+            out = run_here("train.py", "--game", "tictactoe", *budget, "--run-dir", str(run_dir))
+            assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr, out.stderr
+        assert not run_dir.exists()
         (tmp_path / "a-file").write_text("")
         out = run_here("train.py", "--game", "tictactoe", "--run-dir", str(tmp_path / "a-file"))
         assert out.returncode == 2 and out.stderr == f"error: --run-dir {tmp_path / 'a-file'} is a file, not a folder\n"

@@ -11,6 +11,7 @@ import os
 import shutil
 import threading
 import time
+import traceback
 from pathlib import Path
 
 import pytest
@@ -218,6 +219,32 @@ def test_a_client_that_stalls_mid_request_is_dropped(monkeypatch):
             assert time.monotonic() - started < 10
         code, answer = request(port, "GET", "/api/state", None, own(port))
         assert code == 200 and answer["moves"] == []
+    finally:
+        gui.close()
+        server.shutdown()
+
+
+def test_a_client_that_resets_mid_request_costs_no_traceback():
+    import socket
+    import struct
+
+    game = games.make("gomoku", size=7, k=4)
+    gui = Gui(game, Engine(game, "random"), human=0)
+    server = start_server(gui, 0)
+    failures = []
+    server.handle_error = lambda request, address: failures.append(traceback.format_exc())
+    port = server.server_address[1]
+    try:
+        connection = socket.create_connection(("127.0.0.1", port), timeout=15)
+        connection.sendall(f"POST /api/move HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json"
+                           "\r\nContent-Length: 100\r\n\r\n{\"act".encode())
+        time.sleep(0.3)  # the handler is reading the body
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        connection.close()  # a reset, not a goodbye
+        time.sleep(0.5)
+        code, answer = request(port, "GET", "/api/state", None, own(port))
+        assert code == 200 and answer["moves"] == []
+        assert failures == []
     finally:
         gui.close()
         server.shutdown()

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import cli_entry
+from . import writable_folder_problem
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,6 +99,9 @@ def main(argv=None) -> int:
     if args.dry_run:
         print("\n".join(todo) if todo else "nothing left to do")
         return 0
+    problem = writable_folder_problem(str(args.out))  # now, not when the first run's results come
+    if problem:
+        parser.error(f"--out {args.out}: {problem}")
     print(f"ablation in {args.out}: {len(todo)} steps left", flush=True)
     ablation.run()
     print(f"table: {args.out / 'ablation.md'}; plot: {args.out / 'elo.svg'}")

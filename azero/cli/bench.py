@@ -9,7 +9,9 @@ from pathlib import Path
 
 import torch
 
-from ..errors import cli_entry
+from ..checkpoint import atomic_write_text
+from ..errors import UserError, cli_entry
+from . import writable_folder_problem
 
 RAY_GROUPS = ("ray", "ray_scaling")  # azero/distributed/bench.py
 
@@ -37,6 +39,12 @@ def main(argv=None) -> int:
         parser.error("--repeats must be in 1..1000")
     if args.threads is not None and not 1 <= args.threads <= 1024:
         parser.error("--threads must be in 1..1024")
+    if args.plot:  # before the bench, not after its minutes
+        if "ray_scaling" not in (args.only or []):
+            parser.error("--plot draws the ray_scaling group's figures: add --only ray_scaling")
+        problem = writable_folder_problem(str(Path(args.plot).parent))
+        if problem:
+            parser.error(f"--plot {args.plot}: {problem}")
     if args.threads:
         torch.set_num_threads(args.threads)
     ray_groups = [g for g in args.only or [] if g in RAY_GROUPS]
@@ -51,7 +59,10 @@ def main(argv=None) -> int:
                 out[group] = ray_bench.GROUPS[group](args.seconds, args.repeats)
         finally:
             disconnect()
-        if args.plot and "ray_scaling" in out:
-            Path(args.plot).write_text(ray_bench.scaling_svg(out["ray_scaling"]))
-    print(json.dumps(out, indent=2))
+    print(json.dumps(out, indent=2), flush=True)  # the figures first: a failed write of the plot keeps them
+    if args.plot:
+        try:
+            atomic_write_text(args.plot, ray_bench.scaling_svg(out["ray_scaling"]))
+        except OSError as error:
+            raise UserError(f"could not write {args.plot}: {error.strerror or error}") from None
     return 0

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
 from ..errors import cli_entry
 from . import torch_device
+
+MAX_MINUTES = 1_000_000  # budgets beyond these are typos, not plans
+MAX_ITERATIONS = 1_000_000_000
+MAX_ACTORS = 1024  # each asks Ray for a share of the cluster's CPUs, which must stay above Ray's 0.0001
 
 
 @cli_entry
@@ -69,15 +72,16 @@ def main(argv=None) -> int:
     if args.help_config:
         print(config_module.help_text(chosen_config() if args.game or args.config else None))
         return 0
-    if args.minutes is not None and not 0 < args.minutes < math.inf:
-        parser.error("--minutes must be a positive number")
-    if args.iterations is not None and args.iterations < 1:
-        parser.error("--iterations must be at least 1")
+    if args.minutes is not None and not 0 < args.minutes <= MAX_MINUTES:
+        parser.error(f"--minutes must be above 0 and at most {MAX_MINUTES:,} (about two years; without a budget a "
+                     "run trains until stopped)")
+    if args.iterations is not None and not 1 <= args.iterations <= MAX_ITERATIONS:
+        parser.error(f"--iterations must be in 1..{MAX_ITERATIONS:,} (without a budget a run trains until stopped)")
     use_ray = args.ray or args.ray_address is not None
     if not use_ray and (args.actors is not None or args.actor_device):
         parser.error("--actors and --actor-device are for self-play on Ray: add --ray")
-    if args.actors is not None and args.actors < 1:
-        parser.error("--actors must be at least 1")
+    if args.actors is not None and not 1 <= args.actors <= MAX_ACTORS:
+        parser.error(f"--actors must be in 1..{MAX_ACTORS:,}")
     resuming = args.run_dir is not None and (args.run_dir / "config.toml").exists()
     config = None
     flags = bool(args.game or args.config or args.set or args.device or args.seed is not None)

@@ -36,6 +36,7 @@ ties actors to the process that made them) and `--run-dir` continues from the la
 from __future__ import annotations
 
 import math
+import re
 import time
 
 from tqdm import tqdm
@@ -87,11 +88,17 @@ class RaySelfPlay:
         self.actors = [worker.remote(settings, k, seeds[k], actor_device, 1) for k in range(count)]
         evaluator = ray.remote(EvaluatorWorker).options(max_restarts=-1, max_task_retries=0, num_cpus=0)
         self.evaluator = evaluator.remote(settings, "cpu", 1)
-        identities = ray.get([actor.identity.remote() for actor in self.actors])
+        try:  # an actor whose constructor fails (e.g. a node without azero) is dead for good
+            identities = ray.get([actor.identity.remote() for actor in self.actors])
+            evaluator_pid = ray.get(self.evaluator.identity.remote())[0]
+        except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as error:
+            lines = [line.strip() for line in str(error).strip().splitlines()] or [type(error).__name__]
+            cause = next((line for line in reversed(lines) if re.match(r"\w+(Error|Exception): ", line)), lines[0])
+            raise ActorsFailing(f"the actors could not start: {cause[:300]}") from None
         self.incarnations = [incarnation for _, incarnation in identities]
         for k, (pid, _) in enumerate(identities):
             log(f"self-play actor {k}: pid {pid}")
-        log(f"evaluator actor: pid {ray.get(self.evaluator.identity.remote())[0]}")
+        log(f"evaluator actor: pid {evaluator_pid}")
         self.restarts = [0] * count
         self.lost_calls = [0] * count  # calls that failed because the actor died
         self.failures = [0] * count  # in a row, since the actor's last chunk

@@ -23,6 +23,7 @@ import torch
 import games
 
 from ..config import config_from_dict
+from ..faults import fault
 from ..loop import ladder_evaluator
 from ..network import PolicyValueNet
 from ..selfplay import Samples, SelfPlay
@@ -48,6 +49,7 @@ def _restarted() -> bool:
 
 class SelfPlayWorker:
     def __init__(self, config: dict, index: int, seed: int, device: str = "cpu", threads: int = 1):
+        fault("actor.start")
         torch.set_num_threads(threads)
         self.config = config_from_dict(config)
         self.index, self.device = index, device

@@ -10,7 +10,8 @@ played without asking it. `resign` ends the game as a loss for the engine
 answer, or a refusal of one of our legal moves stops the match with an error
 naming the engine, the move and the moves so far (a disagreement about the
 rules makes every later result meaningless, so it is not scored as a loss).
-An engine that does not answer within ANSWER_TIMEOUT seconds is stopped the same way.
+An engine that does not answer within ANSWER_TIMEOUT seconds (the whole answer, not each line),
+or prints more than MAX_LINES lines without one, is stopped the same way.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 import weakref
 
 import torch
@@ -32,6 +34,7 @@ from ..player import RESIGN, Player
 from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_vertex
 
 ANSWER_TIMEOUT = 600.0  # seconds an external engine may take over one answer
+MAX_LINES = 10_000  # lines an answer may span, stray lines before it included (a 19x19 showboard is ~25)
 # A match's random opening plies are played by neither player: the engine is told them
 # (and, moving second, its opponent's first reply) before its first move, found by trying
 # every sequence of that many legal moves: 4 opening plies and a reply in Othello.
@@ -50,8 +53,9 @@ class GTPClient:
         self.label, self.timeout = label, timeout
         self.errors = tempfile.TemporaryFile()  # the engine's stderr, quoted if it dies
         try:
+            # bytes that are not UTF-8 become U+FFFD: an unreadable answer, not the end of the output
             self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors,
-                                            text=True, bufsize=1)
+                                            text=True, bufsize=1, encoding="utf-8", errors="replace")
         except OSError as error:
             raise UserError(f"{label}: cannot start {argv[0]}: {error.strerror}") from None
         self._finalizer = weakref.finalize(self, _stop, self.process)
@@ -59,9 +63,9 @@ class GTPClient:
         self._lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=_pump, args=(self.process.stdout, self._lines), daemon=True).start()
 
-    def _readline(self, command: str) -> str:
+    def _readline(self, command: str, deadline: float) -> str:
         try:
-            line = self._lines.get(timeout=self.timeout)
+            line = self._lines.get(timeout=max(deadline - time.monotonic(), 0.0))
         except queue.Empty:
             self._finalizer()
             raise UserError(f"{self.label} did not answer {command!r} within {self.timeout:g} s; stopped it") from None
@@ -69,23 +73,34 @@ class GTPClient:
             self._lines.put(line)  # the end of the output stays the end for later reads
         return line
 
+    def _too_long(self, command: str):
+        self._finalizer()
+        raise UserError(f"{self.label} printed over {MAX_LINES:,} lines answering {command!r} without ending its "
+                        "answer (a GTP answer starts with '=' or '?' and ends with an empty line); stopped it")
+
     def ask(self, command: str) -> str:
         try:
             self.process.stdin.write(command + "\n")
             self.process.stdin.flush()
         except (BrokenPipeError, OSError):
             self._died(command)
-        first = self._readline(command)
+        deadline = time.monotonic() + self.timeout
+        first, read = self._readline(command, deadline), 1
         while first and not first.startswith(("=", "?")):  # some engines print other lines first
-            first = self._readline(command)
+            if read >= MAX_LINES:
+                self._too_long(command)
+            first, read = self._readline(command, deadline), read + 1
         if not first:
             self._died(command)
         lines = [first[1:].lstrip("0123456789").strip()]
         while True:
-            line = self._readline(command)
+            line = self._readline(command, deadline)
             if not line or not line.strip():
                 break
+            if read >= MAX_LINES:
+                self._too_long(command)
             lines.append(line.rstrip("\n"))
+            read += 1
         answer = "\n".join(lines).strip()
         if first.startswith("?"):
             raise GTPRefusal(f"{self.label} refused {command!r}: {answer}")

@@ -219,12 +219,16 @@ class Brain:
 
     def _board_line(self, text: str) -> bool:
         if text.upper() != "DONE":
-            self.board_lines.append(text)
+            if len(self.board_lines) <= self.width * self.height:  # one more marks too many; the rest waits for DONE
+                self.board_lines.append(text)
             return True
         self.in_board = False
         saved = dict(self.board)
         self.board.clear()
         try:
+            if len(self.board_lines) > self.width * self.height:
+                raise GameError(f"more board lines than the {self.width}x{self.height} board's "
+                                f"{self.width * self.height} squares")
             for line in self.board_lines:
                 parts = [p.strip() for p in line.split(",")]
                 if len(parts) != 3 or parts[2] not in ("1", "2", "3"):

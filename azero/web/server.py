@@ -110,6 +110,7 @@ def make_handler(gui: Gui):
             try:
                 return self._get(self.path.split("?")[0])
             except ConnectionError:  # the page went away mid-answer: nobody to tell
+                self.close_connection = True
                 return None
             except Exception as error:  # a bug answers an error and the board keeps serving
                 return self._json(500, {"error": internal_error(error)})
@@ -138,6 +139,13 @@ def make_handler(gui: Gui):
         def do_POST(self):
             if self._refused(changes_state=True):
                 return None
+            try:
+                return self._post()
+            except ConnectionError:  # the page went away mid-request or mid-answer: nobody to tell
+                self.close_connection = True
+                return None
+
+        def _post(self):
             try:
                 limit = guard.MAX_SGF_BODY if self.path == "/api/sgf" else guard.MAX_BODY
                 body = self.rfile.read(guard.body_length(self.headers, limit))
