@@ -146,22 +146,25 @@ def check_new_run(config: Config) -> games.Game:
     check_device(config)
     if not config.run.device.startswith("cuda"):
         autocast_dtype(config.train.mixed_precision, config.run.device)
-    try:  # self-play's trees: every game's search at once (in this process; Ray actors each hold their own)
-        memory.check_tree_size(config.selfplay.games, tree_nodes(config.search),
-                               node_bytes(game.initial_state(1), game.num_actions, with_prior=True))
-    except memory.TreeTooLarge as error:
-        raise UserError(f"selfplay.games={config.selfplay.games} with search.simulations="
-                        f"{config.search.simulations}: {error}") from None
     evaluation = config.evaluation
     if evaluation.simulations > MAX_SIMULATIONS:
         raise UserError(f"evaluation.simulations={evaluation.simulations:,}: a move may search at most "
                         f"{MAX_SIMULATIONS:,}")
-    try:  # the evaluation matches' trees: all games of a match at once, failing at the first evaluation else
-        memory.check_tree_size(min(evaluation.games, MAX_GAMES_AT_ONCE), evaluation.simulations + 1,
-                               node_bytes(game.initial_state(1), game.num_actions, with_prior=True))
-    except memory.TreeTooLarge as error:
-        raise UserError(f"evaluation.games={evaluation.games} with evaluation.simulations="
-                        f"{evaluation.simulations}: {error}") from None
+    node = node_bytes(game.initial_state(1), game.num_actions, with_prior=True)
+    trees = [  # (trees at once, nodes each, the settings behind them)
+        # self-play's: every game's search at once (in this process; Ray actors each hold their own)
+        (config.selfplay.games, tree_nodes(config.search),
+         f"selfplay.games={config.selfplay.games} with search.simulations={config.search.simulations}"),
+        # the evaluation matches': all games of a match at once (else the first evaluation, and every
+        # resume after it, would fail)
+        (min(evaluation.games, MAX_GAMES_AT_ONCE), evaluation.simulations + 1,
+         f"evaluation.games={evaluation.games} with evaluation.simulations={evaluation.simulations}"),
+    ]
+    for batch, nodes, settings in trees:
+        try:
+            memory.check_tree_size(batch, nodes, node)
+        except memory.TreeTooLarge as error:
+            raise UserError(f"{settings}: {error}") from None
     check_opening(game, config.evaluation.opening_plies)
     try:
         check_opening(game, config.selfplay.opening_plies)
@@ -446,10 +449,9 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
         if not resuming:
             _discard(run_dir, before)
         if isinstance(error, OSError) and not isinstance(error, BrokenPipeError):  # a full disk, no permission
-            where = f" ({error.filename})" if error.filename else ""
             then = (f"once that is fixed, continue with: python scripts/train.py --run-dir {run_dir}" if resuming
                     else "nothing was kept")
-            raise UserError(f"cannot set up the run's files: {error.strerror or error}{where}; {then}") from None
+            raise UserError(f"cannot set up the run's files: {_os_problem(error)}; {then}") from None
         raise
     if resuming:
         log(f"resuming {run_dir} at iteration {run.iteration} ({run.positions} positions, buffer {len(run.buffer)})")
@@ -482,8 +484,7 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
     except BrokenPipeError:  # the reader of the log went away (`train.py ... | head`): cli_entry ends quietly
         raise
     except OSError as error:  # a full disk, a folder gone read-only: what is saved stays whole
-        where = f" ({error.filename})" if error.filename else ""
-        raise UserError(f"cannot write the run's files: {error.strerror or error}{where}. {run_dir} holds "
+        raise UserError(f"cannot write the run's files: {_os_problem(error)}. {run_dir} holds "
                         f"iteration {run.saved_iteration}, intact; once that is fixed, continue with: "
                         f"python scripts/train.py --run-dir {run_dir}") from None
     except Exception:
@@ -496,6 +497,11 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
         if failed and not resuming and run.saved_iteration == 0:
             _discard(run_dir, before)
     return run_dir
+
+
+def _os_problem(error: OSError) -> str:
+    """An OSError as a user reads it: the system's words, and the file where it has one."""
+    return f"{error.strerror or error}" + (f" ({error.filename})" if error.filename else "")
 
 
 def _discard(run_dir: Path, before: set[str] | None) -> None:
