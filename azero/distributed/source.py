@@ -24,7 +24,9 @@ writes the run folder, exactly as with self-play in one process. Here:
 
 Metrics: charts/selfplay_positions_per_s is the iteration's positions over the wall time since
 the previous iteration's were in (the pipeline's rate, training included: actors play on while
-the learner trains); actors/<k>/positions_per_s is actor k's own rate while it plays.
+the learner trains); actors/<k>/positions is how many positions actor k sent in the iteration
+(0 if its calls were still running: with a small iteration the first actors to answer can fill
+it), and actors/<k>/positions_per_s, present when it sent some, its own rate while it played them.
 
 Faults: actors are created with max_restarts=-1 and max_task_retries=0, so Ray restarts a dead
 actor process and the call it was running fails; the learner calls the new process again. Only
@@ -193,6 +195,7 @@ class RaySelfPlay:
         stats.mean_batch = evaluated / max(calls, 1)
         record = {**stats.summary(), "charts/weights_staleness": stale / max(len(samples), 1)}
         for k in range(count):
+            record[f"actors/{k}/positions"] = played[k]  # 0 if its calls were still running (or failed)
             if seconds[k]:
                 record[f"actors/{k}/positions_per_s"] = played[k] / seconds[k]
             record[f"actors/{k}/restarts"] = self.restarts[k]  # new processes that have sent games
