@@ -389,7 +389,7 @@ def test_go_vertices_and_passes_over_gtp():
 def test_our_engine_against_gnugo_through_the_match_runner(tmp_path, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the engines' processes (the runner is this one)
     need(GNUGO)
-    ours = f"gtp:{our_engine('--game', 'go:size=7,komi=7.5', '--player', 'uct:20')}"
+    ours = f"gtp:{our_engine('--game', 'go:size=7,komi=7.5', '--player', 'uct:20:parallel=20')}"
     out = run_here(
         "match.py", "--game", "go:size=7,komi=7.5", "--a", ours, "--b",
         f"gtp:{GNUGO_COMMAND}", "--games", "2", "--sgf", str(tmp_path), "--json",
