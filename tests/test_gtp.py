@@ -547,6 +547,11 @@ def test_an_external_engine_that_stops_answering_is_stopped_with_a_clear_error()
     ("import sys\nfor line in sys.stdin:\n    while True: print('y')", 20, "printed over 10,000 lines"),
     ("import sys\nfor line in sys.stdin:\n    print('= ok')\n    while True: print('y')", 20,
      "printed over 10,000 lines"),
+    # one line without end (an answer, then garbage), or one merely too long: refused at the limit
+    ("import sys\nfor line in sys.stdin:\n    sys.stdout.write('= ')\n    while True: sys.stdout.write('y' * 4096)",
+     20, "printed a line longer than 100,000 characters answering 'genmove b'; stopped it"),
+    ("import sys\nfor line in sys.stdin:\n    print('= ' + 'y' * 100_001, flush=True)", 20,
+     "printed a line longer than 100,000 characters"),
 ])
 def test_an_external_engine_that_talks_without_answering_is_stopped_with_a_clear_error(engine, timeout, words):
     client = GTPClient([sys.executable, "-c", engine], "gtp:chatty", timeout=timeout)

@@ -8,13 +8,16 @@ import json
 
 import pytest
 import torch
+from hypothesis import given, strategies as st
 
 import games
 import azero.search as search_module
 from azero.player import MAX_SECONDS
 from azero.players.flatmc import FlatMCPlayer
 from azero.protocols import analysis
+from azero.protocols import gtp, piskvork
 from azero.protocols.gtp import KEPT_ENGINES, Clock, GTPEngine
+from azero.protocols.lines import PROTOCOL_LINE, TooLong, bounded_lines
 from azero.protocols.piskvork import Brain
 from azero.search import UCB1, RolloutEvaluator, search, search_with_budget
 from azero.search.memory import LIMIT_VARIABLE, TreeTooLarge, max_nodes, memory_limit
@@ -164,3 +167,58 @@ def test_a_piskvork_turn_never_thinks_past_the_limit():
     brain.handle("START 10")
     brain.handle("INFO timeout_turn 99999999999")
     assert brain._budget() == MAX_SECONDS
+
+
+def _split_at_newlines(text: str) -> list[str]:
+    parts = text.split("\n")
+    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+@given(st.lists(st.tuples(st.integers(0, 12), st.sampled_from(["\n", "\r\n", "\r\r\n", ""]),
+                          st.sampled_from("ab\r ")), max_size=8),
+       st.integers(1, 6))
+def test_bounded_lines_hands_on_every_line_within_the_limit_and_refuses_each_longer_one(shape, limit):
+    text = "".join(character * length + end for length, end, character in shape)
+    assert list(bounded_lines(io.StringIO(text), limit)) == _reference(text, limit)
+
+
+def _reference(text: str, limit: int) -> list:
+    out = []
+    for line in _split_at_newlines(text):
+        body = line[:-2] if line.endswith("\r\n") else line[:-1] if line.endswith("\n") else line
+        out.append(TooLong(line[:limit], limit) if len(body) > limit else line)
+    return out
+
+
+def test_each_protocol_refuses_a_line_over_the_limit_in_its_own_form_and_keeps_serving():
+    long = "x" * (PROTOCOL_LINE + 1)
+    exact = "y" * PROTOCOL_LINE  # at the limit (its ending not counted): read, and refused for what it says
+    sink = io.StringIO()
+    analysis.serve(Engine(games.make("tictactoe"), "random"),
+                   io.StringIO('{"id": 1, "moves": ["' + long + '"]}\n' + exact + "\r\n" + '{"id": 2}\n'), sink)
+    first, second, third = (json.loads(line) for line in sink.getvalue().splitlines())
+    assert first == {"id": None, "error": f"a line longer than {PROTOCOL_LINE:,} characters; refused (the line was "
+                                          "read and dropped)"}
+    assert "cannot read request as JSON" in second["error"] and third["id"] == 2 and "best_move" in third
+
+    out = io.StringIO()
+    gtp.serve(GTPEngine(games.make("go", size=5), lambda game: Engine(game, "random")),
+              io.StringIO(f"7 komi {long}\n8 protocol_version\nquit\n"), out)
+    assert out.getvalue().startswith(f"?7 a line longer than {PROTOCOL_LINE:,} characters") and "=8 2\n\n" in out.getvalue()
+
+    replies = []
+    brain_lines = ["START 8", "x" * (PROTOCOL_LINE + 5), "BOARD", "1,1,1", long, "DONE", "BOARD", "1,1,2", "DONE", "END"]
+    piskvork.serve(lambda game: Engine(game, "random"), io.StringIO("\n".join(brain_lines) + "\n"), _Sink(replies))
+    assert replies[0] == "OK" and replies[1].startswith("ERROR a line longer than")
+    assert replies[2].startswith("ERROR BOARD: a line longer than")  # said at DONE, not inside BOARD
+    assert len(replies) == 4 and "," in replies[3]  # the next BOARD is played
+
+
+class _Sink(io.StringIO):
+    def __init__(self, replies):
+        super().__init__()
+        self.replies = replies
+
+    def write(self, text):
+        self.replies.extend(line for line in text.splitlines() if line)
+        return len(text)

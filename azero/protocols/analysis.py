@@ -27,6 +27,7 @@ from games import GameError
 from ..errors import UserError, internal_error
 from ..player import MAX_SECONDS, RESIGN
 from ..session import Engine, GameSession, check_budget, describe_analysis
+from .lines import TooLong, bounded_lines
 
 KNOWN = {"id", "moves", "simulations", "seconds", "top", "quit"}
 
@@ -128,7 +129,11 @@ def read_request(line: str) -> dict:
 
 
 def serve(engine: Engine, source: TextIO, sink: TextIO) -> int:
-    for line in source:
+    for line in bounded_lines(source):
+        if isinstance(line, TooLong):  # its id, if any, is not read: the reply's id is null
+            sink.write(json.dumps({"id": None, "error": line.message}) + "\n")
+            sink.flush()
+            continue
         if not line.strip():
             continue
         request_id = None

@@ -55,6 +55,7 @@ from ..player import MAX_SECONDS, RESIGN
 from ..session import Engine, GameSession, describe_analysis
 from ..sgf import black_margin, resignation_text, score_text, to_sgf, write_sgf
 from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_colour, parse_vertex
+from .lines import TooLong, bounded_lines
 
 COMMANDS = (
     "protocol_version", "name", "version", "known_command", "list_commands", "quit", "boardsize", "clear_board",
@@ -216,6 +217,11 @@ class GTPEngine:
             return self._reply(number, False, internal_error(error))
         self._reply(number, True, answer or "")
         return command != "quit"
+
+    def refuse(self, line: TooLong) -> None:
+        """Answer a line too long to read with '?id message' (the id read from its start)."""
+        words = line.start.split(None, 1)
+        self._reply(words[0] if words and is_whole_number(words[0]) else "", False, line.message)
 
     def _reply(self, number: str, ok: bool, text: str) -> bool:
         """Write '=id answer' or '?id message' and the empty line that ends it."""
@@ -418,8 +424,10 @@ def serve(engine: GTPEngine, source: TextIO, sink: TextIO) -> int:
         sink.flush()
 
     engine.write = write
-    for line in source:
-        if not engine.handle(line):
+    for line in bounded_lines(source):
+        if isinstance(line, TooLong):
+            engine.refuse(line)
+        elif not engine.handle(line):
             return 0
     engine.finish()
     return 0

@@ -11,7 +11,9 @@ answer, or a refusal of one of our legal moves stops the match with an error
 naming the engine, the move and the moves so far (a disagreement about the
 rules makes every later result meaningless, so it is not scored as a loss).
 An engine that does not answer within ANSWER_TIMEOUT seconds (the whole answer, not each line),
-or prints more than MAX_LINES lines without one, is stopped the same way.
+prints more than MAX_LINES lines without one, or a line of more than MAX_LINE characters, is
+stopped the same way. At most QUEUED_LINES of its lines wait to be read; beyond that its pipe
+fills and it waits for us, so an engine that talks endlessly costs no memory.
 """
 
 from __future__ import annotations
@@ -32,9 +34,13 @@ from games import Game, GameError
 from ..errors import UserError
 from ..player import RESIGN, Player
 from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_vertex
+from .lines import TooLong, bounded_lines
 
 ANSWER_TIMEOUT = 600.0  # seconds an external engine may take over one answer
 MAX_LINES = 10_000  # lines an answer may span, stray lines before it included (a 19x19 showboard is ~25)
+MAX_LINE = 100_000  # characters a line of an answer may hold (its ending not counted)
+QUEUED_LINES = 100  # lines read ahead of the client
+STDERR_TAIL = 1 << 16  # bytes of a dead engine's stderr read for its last words
 # A match's random opening plies are played by neither player: the engine is told them
 # (and, moving second, its opponent's first reply) before its first move, found by trying
 # every sequence of that many legal moves: 4 opening plies and a reply in Othello.
@@ -58,10 +64,11 @@ class GTPClient:
                                             text=True, bufsize=1, encoding="utf-8", errors="replace")
         except OSError as error:
             raise UserError(f"{label}: cannot start {argv[0]}: {error.strerror}") from None
-        self._finalizer = weakref.finalize(self, _stop, self.process)
+        stopped = threading.Event()  # set when the engine is stopped: the reader thread then ends too
+        self._finalizer = weakref.finalize(self, _stop, self.process, stopped)
         # A reader thread hands over the engine's lines, so that a silent engine meets a timeout.
-        self._lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=_pump, args=(self.process.stdout, self._lines), daemon=True).start()
+        self._lines: queue.Queue[str | TooLong] = queue.Queue(maxsize=QUEUED_LINES)
+        threading.Thread(target=_pump, args=(self.process.stdout, self._lines, stopped), daemon=True).start()
 
     def _readline(self, command: str, deadline: float) -> str:
         try:
@@ -69,8 +76,12 @@ class GTPClient:
         except queue.Empty:
             self._finalizer()
             raise UserError(f"{self.label} did not answer {command!r} within {self.timeout:g} s; stopped it") from None
+        if isinstance(line, TooLong):
+            self._finalizer()
+            raise UserError(f"{self.label} printed a line longer than {line.limit:,} characters answering "
+                            f"{command!r}; stopped it")
         if not line:
-            self._lines.put(line)  # the end of the output stays the end for later reads
+            self._lines.put(line)  # the end of the output stays the end for later reads (the pump has ended)
         return line
 
     def _too_long(self, command: str):
@@ -111,7 +122,8 @@ class GTPClient:
             code = self.process.wait(timeout=3)
         except subprocess.TimeoutExpired:
             code = None
-        self.errors.seek(0)
+        self.errors.seek(0, 2)
+        self.errors.seek(max(self.errors.tell() - STDERR_TAIL, 0))
         tail = self.errors.read().decode(errors="replace").strip().splitlines()[-3:]
         raise UserError(f"{self.label} stopped (exit code {code}) while answering {command!r}"
                         + (f": {' / '.join(tail)}" if tail else ""))
@@ -127,18 +139,31 @@ class GTPClient:
         self.errors.close()
 
 
-def _pump(stream, lines: queue.Queue) -> None:
-    """Copy an engine's output lines into a queue; an empty string marks its end."""
+def _pump(stream, lines: queue.Queue, stopped: threading.Event) -> None:
+    """Copy an engine's output lines (TooLong for a line over MAX_LINE) into a queue, waiting
+    while it is full; an empty string marks its end. Ends when the engine is stopped."""
+
+    def hand_over(line) -> bool:
+        while not stopped.is_set():
+            try:
+                lines.put(line, timeout=0.5)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     try:
-        for line in stream:
-            lines.put(line)
+        for line in bounded_lines(stream, MAX_LINE):
+            if not hand_over(line):
+                return
     except (OSError, ValueError):
         pass
-    lines.put("")
+    hand_over("")
 
 
-def _stop(process: subprocess.Popen) -> None:
+def _stop(process: subprocess.Popen, stopped: threading.Event) -> None:
     """End an engine process: it should have quit, or quit at the end of its input; else terminate, then kill."""
+    stopped.set()
     try:
         process.stdin.close()
     except OSError:

@@ -31,6 +31,7 @@ from .. import __version__
 from ..errors import UserError, internal_error
 from ..player import MAX_SECONDS
 from ..session import Engine
+from .lines import TooLong, bounded_lines
 
 MAX_INFO_MS = 86_400_000  # INFO times are read up to a day (they are milliseconds)
 MARGIN = 0.85  # share of the allowed time spent searching, at most
@@ -75,6 +76,7 @@ class Brain:
         self.time_left: float | None = None
         self.in_board = False
         self.board_lines: list[str] = []
+        self.board_problem: str | None = None  # a BOARD line refused, said at DONE
 
     # -- the game ---------------------------------------------------------------------------------
     def _game(self) -> games.Game:
@@ -205,7 +207,7 @@ class Brain:
             self.write("OK")
         elif command == "BOARD":
             self._need_start()
-            self.in_board, self.board_lines = True, []
+            self.in_board, self.board_lines, self.board_problem = True, [], None
         elif command == "INFO":
             self._info(rest)
         elif command == "ABOUT":
@@ -217,6 +219,14 @@ class Brain:
                        "BOARD, INFO, TAKEBACK, PLAY, ABOUT, END")
         return True
 
+    def refuse(self, line: TooLong) -> None:
+        """A line too long to read: ERROR at once, or inside BOARD at its DONE (the manager
+        waits for no answer before then)."""
+        if self.in_board:
+            self.board_problem = self.board_problem or line.message
+        else:
+            self.write(f"ERROR {line.message}")
+
     def _board_line(self, text: str) -> bool:
         if text.upper() != "DONE":
             if len(self.board_lines) <= self.width * self.height:  # one more marks too many; the rest waits for DONE
@@ -226,6 +236,8 @@ class Brain:
         saved = dict(self.board)
         self.board.clear()
         try:
+            if self.board_problem:
+                raise GameError(f"BOARD: {self.board_problem}")
             if len(self.board_lines) > self.width * self.height:
                 raise GameError(f"more board lines than the {self.width}x{self.height} board's "
                                 f"{self.width * self.height} squares")
@@ -283,7 +295,9 @@ def serve(make_engine: Callable[[games.Game], Engine], source: TextIO, sink: Tex
         sink.flush()
 
     brain = Brain(make_engine, fixed=fixed, write=write)
-    for line in source:
-        if not brain.handle(line):
+    for line in bounded_lines(source):
+        if isinstance(line, TooLong):
+            brain.refuse(line)
+        elif not brain.handle(line):
             break
     return 0
