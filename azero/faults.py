@@ -19,8 +19,10 @@ chunk), config (config.toml, provenance.json), truncate (metrics.jsonl rewritten
     metrics.written  the whole line written, before its fsync
     replay.prune     after latest.pt is saved, before old replay chunks are deleted
     actor.start      a Ray self-play actor's constructor (in the actor's process)
+    sgf              before each game's record of a match is written (evaluate.py --sgf; sgf@3:
+                     the third game's file)
 
-tests/test_crash.py aims its kills with these.
+tests/test_crash.py aims its kills with these (tests/test_probing.py a full disk at sgf).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """SGF (Smart Game Format, FF[4]) records of Go, Othello and gomoku games: write, read, replay.
 
     text = to_sgf(game, actions, black="uct:1000", white="gtp:gnugo --mode gtp")
-    paths = write_match(folder, game, match_result)      # one file per game of a match
+    paths = write_match(folder, game, match_result)      # one file per game of a match, numbered on
     record = read_sgf(text); state = replay(game, record).state
 
 What a file holds (https://www.red-bean.com/sgf/): FF[4], GM (the game's
@@ -25,6 +25,7 @@ are refused).
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from games import Game, GameError, State
 
 from . import __version__
 from .errors import UserError
+from .faults import fault
 
 LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 COLOURS = ("B", "W")
@@ -160,15 +162,58 @@ def write_sgf(path: str | Path, game: Game, actions: list[int], **info) -> Path:
     return path
 
 
+GAME_FILE = re.compile(r"game-(\d{4,})\.sgf")  # a match's record: game-0001.sgf, ..., game-12345.sgf
+
+
+def next_game_number(folder: str | Path) -> int:
+    """The file number after the highest game-NNNN.sgf in `folder` (1 if it has none or does not exist)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return 1
+    numbers = [int(match.group(1)) for path in folder.iterdir() if (match := GAME_FILE.fullmatch(path.name))]
+    return max(numbers, default=0) + 1
+
+
+def file_span(paths: list[Path]) -> str:
+    """The names of consecutive files, first and last: 'game-0013.sgf .. game-0024.sgf' (one: its name)."""
+    return paths[0].name if len(paths) == 1 else f"{paths[0].name} .. {paths[-1].name}"
+
+
+class MatchRecordsError(UserError):
+    """Writing a match's records stopped at a failure (a full disk, no permission): `written`
+    holds the files written before it, `path` the file (or folder) where it failed."""
+
+    def __init__(self, written: list[Path], total: int, path: Path, error: OSError):
+        self.written, self.total, self.path = written, total, path
+        done = f"{len(written)} of the {total} games' records written" if total > 1 else "the game's record not written"
+        if written:
+            done += f" ({file_span(written)})"
+        super().__init__(f"{done}, then {path.name}: {error.strerror or error}")
+
+
 def write_match(folder: str | Path, game: Game, match) -> list[Path]:
-    """One SGF file per game of a match played with `record_moves=True` (game-0001.sgf, ...)."""
+    """One SGF file per game of a match played with `record_moves=True`, numbered on after the
+    game-NNNN.sgf files already in `folder` (game-0001.sgf, ... in an empty one), so that a second
+    match into the folder replaces nothing. Each file's GC names the game within its own match
+    ("A vs B, game 1 of 12"). MatchRecordsError (with the files written) if a write fails."""
     if match.records is None:
         raise ValueError("the match kept no moves: play it with record_moves=True")
-    paths = []
+    total = len(match.records)
+    try:
+        first = next_game_number(folder)
+    except OSError as error:  # a folder that cannot be listed: numbering from 1 could replace files
+        raise MatchRecordsError([], total, Path(folder), error) from error
+    paths: list[Path] = []
     for number, record in enumerate(match.records, start=1):
-        re = resignation_text(record.result > 0) if record.resigned else None  # else to_sgf scores the end
-        paths.append(write_sgf(Path(folder) / f"game-{number:04d}.sgf", game, record.actions, black=record.first,
-                               white=record.second, result=re, comment=f"{match.a} vs {match.b}, game {number}"))
+        re_value = resignation_text(record.result > 0) if record.resigned else None  # else to_sgf scores the end
+        path = Path(folder) / f"game-{first + number - 1:04d}.sgf"
+        try:
+            fault("sgf", str(path))
+            write_sgf(path, game, record.actions, black=record.first, white=record.second, result=re_value,
+                      comment=f"{match.a} vs {match.b}, game {number} of {total}")
+        except OSError as error:
+            raise MatchRecordsError(paths, total, path, error) from error
+        paths.append(path)
     return paths
 
 

@@ -498,3 +498,40 @@ def test_the_gtp_engine_refuses_an_sgf_folder_it_cannot_write_before_serving(tmp
     out = run("gtp.py", ["--game", "go:size=5", "--player", "random", "--sgf", str(taken / "sub")], "name\n")
     assert out.returncode == 2 and "--sgf" in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert out.stdout == ""
+
+
+MATCH = ("--game", "gomoku:size=5,k=4", "--a", "random", "--b", "uct:8", "--games", "3")
+
+
+def test_a_second_match_into_an_sgf_folder_numbers_on_and_leaves_the_first_matchs_files(tmp_path):
+    first = run_here("evaluate.py", *MATCH, "--seed", "1", "--sgf", str(tmp_path))
+    assert first.returncode == 0 and "SGF: 3 games in" in first.stdout, first.stderr
+    before = {path.name: path.read_bytes() for path in tmp_path.glob("game-*.sgf")}
+    assert sorted(before) == ["game-0001.sgf", "game-0002.sgf", "game-0003.sgf"]
+    second = run_here("evaluate.py", *MATCH, "--seed", "2", "--sgf", str(tmp_path), "--json")
+    assert second.returncode == 0, second.stderr
+    assert [Path(path).name for path in json.loads(second.stdout)["sgf"]] == [
+        "game-0004.sgf", "game-0005.sgf", "game-0006.sgf"]
+    after = {path.name: path.read_bytes() for path in tmp_path.glob("game-*.sgf")}
+    assert len(after) == 6 and all(after[name] == data for name, data in before.items())
+    assert "GC[random vs uct:8, game 1 of 3]" in (tmp_path / "game-0004.sgf").read_text()  # its game in its match
+
+
+@pytest.mark.parametrize("form", ["text", "json"])
+def test_a_full_disk_while_writing_a_matchs_sgf_files_keeps_the_result(tmp_path, monkeypatch, form):
+    from azero import faults
+
+    monkeypatch.setattr(faults, "_reached", {})
+    monkeypatch.setenv("AZERO_FAULT", "sgf@2:enospc")  # the second game's file
+    out = run_here("evaluate.py", *MATCH, "--sgf", str(tmp_path), *(["--json"] if form == "json" else []))
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    if form == "json":
+        report = json.loads(out.stdout)
+        assert report["games"] == 3 and report["a_wins"] + report["b_wins"] + report["draws"] == 3
+        assert [Path(path).name for path in report["sgf"]] == ["game-0001.sgf"]
+    else:
+        assert "Elo of A over B:" in out.stdout and "SGF:" not in out.stdout
+    assert out.stderr.splitlines() == [
+        f"error: --sgf {tmp_path}: 1 of the 3 games' records written (game-0001.sgf), then game-0002.sgf: "
+        "No space left on device; the result above stands"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["game-0001.sgf"]  # no temporary file left

@@ -8,7 +8,7 @@ import json
 import sys
 
 from ..elo import MAX_GAMES, MAX_OPENING_PLIES
-from ..errors import cli_entry
+from ..errors import UserError, cli_entry
 from . import check_batch, torch_device, writable_folder_problem
 
 DEFAULT_GAMES = 100
@@ -38,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(az:, GNU Go) do not repeat games; games 1 and 2 share their opening with colours "
                         "swapped, as do 3 and 4, ...; no two pairs share an opening while the game has enough, and the "
                         "result says when it has not (Connect Four has 49 of 2 plies) (default 0)")
-    parser.add_argument("--sgf", metavar="DIR", help="write every game as SGF into DIR (game-0001.sgf, ...)")
+    parser.add_argument("--sgf", metavar="DIR", help="write every game as SGF into DIR, numbered on after the "
+                        "game-NNNN.sgf files already there (game-0001.sgf, ... in an empty folder)")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the match (default 0)")
     parser.add_argument("--device", default="cpu", type=torch_device, help="torch device for networks (default cpu)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -79,19 +80,25 @@ def main(argv=None) -> int:
     finally:
         for player in players:
             player.close()
+    paths, failure = [], None
     if args.sgf:
-        from ..sgf import write_match
+        from ..sgf import MatchRecordsError, file_span, write_match
 
-        paths = write_match(args.sgf, game, result)
+        try:
+            paths = write_match(args.sgf, game, result)
+        except MatchRecordsError as error:  # the match stands: print it, then say what was not written
+            paths, failure = error.written, f"--sgf {args.sgf}: {error}; the result above stands"
     record = result.to_dict()
     if args.sgf:
         record["sgf"] = [str(path) for path in paths]
     if args.json:
-        print(json.dumps(record))
+        print(json.dumps(record), flush=True)
         if result.repeat_note():  # the table carries it otherwise
             print("note: " + result.repeat_note().removeprefix("; "), file=sys.stderr)
     else:
-        print(result.table())
-        if args.sgf:
-            print(f"SGF: {len(paths)} games in {args.sgf}")
+        print(result.table(), flush=True)
+        if args.sgf and failure is None:
+            print(f"SGF: {len(paths)} games in {args.sgf} ({file_span(paths)})")
+    if failure:
+        raise UserError(failure)
     return 0
