@@ -108,20 +108,22 @@ def chunks(folder: Path) -> list[tuple[int, int, Path]]:
 
 def restore(buffer: ReplayBuffer, folder: Path, up_to: int, positions: int) -> None:
     """Refill an empty `buffer` from the chunks of iterations <= up_to, deleting chunks of later
-    iterations (an iteration interrupted before its checkpoint was written).
+    iterations (an iteration interrupted before its checkpoint was written) once the folder is
+    known to fit the checkpoint (UserError, and nothing deleted, if it does not).
 
     positions: the samples the run has added in all (latest.pt's count). The ring is rebuilt
     as the run left it, each sample in its slot: the chunks pruned away (wholly overwritten)
     are counted in, not read.
     """
-    kept = [(iteration, count, path) for iteration, count, path in chunks(folder) if iteration <= up_to]
-    for iteration, _, path in chunks(folder):
-        if iteration > up_to:
-            path.unlink(missing_ok=True)
+    found = chunks(folder)
+    kept = [(iteration, count, path) for iteration, count, path in found if iteration <= up_to]
     pruned = positions - sum(count for _, count, _ in kept)
-    if pruned < 0:
+    if pruned < 0:  # checked before anything is deleted: a refused folder stays as it was
         raise UserError(f"{folder} holds {-pruned} more replay samples than the run's checkpoint counts; "
                         "the folder does not belong to this checkpoint")
+    for iteration, _, path in found:
+        if iteration > up_to:
+            path.unlink(missing_ok=True)
     buffer.cursor = pruned % buffer.capacity
     buffer.total_added = pruned
     for _, _, path in kept:

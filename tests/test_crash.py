@@ -27,6 +27,7 @@ import torch
 
 import games
 from azero.checkpoint import load_checkpoint, safe_load
+from azero.errors import UserError
 from azero.replay import ReplayBuffer, chunks, restore
 from commands import run_here
 from runs import tiny_args
@@ -253,3 +254,12 @@ def test_a_rebuilt_replay_ring_is_the_ring_the_run_left(tmp_path):
         assert torch.equal(rebuilt.value, live.value) and torch.equal(rebuilt.planes, live.planes)
         assert torch.equal(rebuilt.policy, live.policy)
     assert live.value.tolist() == [float(v) for v in (30, 31, 32, 33, 34, 35, 36, 37, 38, 29)]
+    # a checkpoint that counts fewer samples than the folder holds up to its iteration: refused,
+    # and the later chunks (which a fitting restore deletes) are still there
+    names = sorted(path.name for path in tmp_path.iterdir())
+    on_disk = sum(count for iteration, count, _ in chunks(tmp_path) if iteration <= 6)
+    with pytest.raises(UserError, match="holds 3 more replay samples than the run's checkpoint counts"):
+        restore(ReplayBuffer(game, 10), tmp_path, up_to=6, positions=on_disk - 3)
+    assert sorted(path.name for path in tmp_path.iterdir()) == names
+    restore(ReplayBuffer(game, 10), tmp_path, up_to=6, positions=added - 6)
+    assert sorted(path.name for path in tmp_path.iterdir()) == [name for name in names if "iter-000007" not in name]
