@@ -20,7 +20,7 @@ from azero.errors import UserError
 from azero.network import NetworkConfig, PolicyValueNet
 from azero.players import make
 from azero.search import Gumbel, gumbel_noise, gumbel_search, new_tree
-from azero.search.gumbel import visit_schedule
+from azero.search.gumbel import _schedule_table, visit_schedule
 from azero.search.network_search import NetworkSearch
 from azero.search.selection import NodeView, completed_q, mixed_value, sigma
 from azero.selfplay import SelfPlay
@@ -50,6 +50,33 @@ TTT = games.make("tictactoe")
 ])
 def test_sequential_halving_schedule_by_hand(considered, simulations, expected):
     assert visit_schedule(considered, simulations) == expected
+
+
+def listed_schedule_table(considered, simulations):
+    """_schedule_table the plain way: rows from visit_schedule, runs counted back from each row's end."""
+    rows = [visit_schedule(c, simulations) for c in range(considered + 1)]
+    runs = [[1] * simulations for _ in rows]
+    for row, run in zip(rows, runs):
+        for k in range(simulations - 2, -1, -1):
+            if row[k + 1] == row[k]:
+                run[k] = run[k + 1] + 1
+    return torch.tensor(rows, dtype=torch.float32), torch.tensor(runs, dtype=torch.long)
+
+
+@pytest.mark.parametrize("simulations", [1, 2, 3, 7, 8, 50, 200])
+@pytest.mark.parametrize("considered", [1, 2, 3, 4, 5, 7, 16])
+def test_the_schedule_table_is_built_with_tensors_as_visit_schedule_lists_it(monkeypatch, considered, simulations):
+    """The table is built a phase at a time with tensors (a Python list of visit_schedule's per
+    row was rows x simulations of Python work: az:...:considered=1000000000 hung), and is the
+    same table; its cache keeps a few."""
+    import azero.search.gumbel as module
+
+    expected = listed_schedule_table(considered, simulations)
+    monkeypatch.setattr(module, "visit_schedule", lambda *args: pytest.fail("the table lists visit_schedule"))
+    table, runs = _schedule_table.__wrapped__(considered, simulations)
+    assert table.dtype == torch.float32 and runs.dtype == torch.long
+    assert torch.equal(table, expected[0]) and torch.equal(runs, expected[1])
+    assert _schedule_table.cache_info().maxsize == 8
 
 
 def test_sigma_is_monotone_in_q_and_scales_with_visits_and_c_scale():
@@ -465,6 +492,43 @@ def test_a_search_stopped_early_plays_the_best_of_its_most_visited_moves():
         most = tree.child_visits[b, 0] == tree.child_visits[b, 0].max()
         score = g[b].double() + by_hand_logits(tree, prior, b)
         assert int(result.action[b]) == int(score.masked_fill(~most, -math.inf).argmax())
+
+
+def test_an_absurd_considered_asks_the_schedule_for_no_more_rows_than_the_game_has_moves(monkeypatch, tmp_path):
+    """considered=10**9 (az:...:considered=N, search.considered_actions) built a table of 10**9
+    rows; no root considers more moves than the game has, so the search asks for at most
+    num_actions of them, and searches as with considered = num_actions."""
+    import azero.search.gumbel as module
+
+    asked = []
+
+    def spy(considered, simulations):
+        asked.append(considered)
+        assert considered <= TTT.num_actions, f"a schedule table of {considered} + 1 rows asked for"
+        return _schedule_table(considered, simulations)
+
+    monkeypatch.setattr(module, "_schedule_table", spy)
+    state = TTT.initial_state(1)
+    evaluator = FakeEvaluator(TTT)
+    prior, value = evaluator(state)
+    g = gumbel_noise(make_keys(7, 1), TTT.num_actions)
+
+    def run(considered):
+        tree = new_tree(TTT, state, 25, make_keys(0, 1), root_prior=prior, root_value=value)
+        return gumbel_search(tree, TTT, evaluator, Gumbel(), 24, g, considered=considered, parallel=4)
+
+    absurd, full = run(10**9), run(TTT.num_actions)
+    assert asked == [TTT.num_actions, TTT.num_actions]
+    assert torch.equal(absurd.tree.root_visits(), full.tree.root_visits())
+    assert torch.equal(absurd.action, full.action) and torch.equal(absurd.policy, full.policy)
+    # the player option the hole came through
+    torch.manual_seed(0)
+    net = PolicyValueNet(NetworkConfig(blocks=1, channels=8, value_hidden=8), TTT).eval()
+    saved = tmp_path / "net.pt"
+    atomic_save(network_checkpoint(net, TTT, 1), saved)
+    player = make(f"az:{saved}:sims=8,algorithm=gumbel,considered=1000000000", TTT)
+    analysis = player.analyse(TTT.initial_state(2))
+    assert analysis.visits.sum(dim=1).tolist() == [8.0, 8.0] and asked[2:] == [TTT.num_actions]
 
 
 def test_a_used_tree_or_a_tree_without_priors_is_refused():

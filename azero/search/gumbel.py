@@ -63,18 +63,47 @@ def visit_schedule(considered: int, simulations: int) -> tuple[int, ...]:
     return tuple(sequence[:simulations])
 
 
-@lru_cache(maxsize=64)
+def _schedule_row(considered: int, simulations: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """visit_schedule(considered, simulations) as a long tensor [simulations], built a phase
+    at a time, and long [simulations]: how many entries from each one on, itself included,
+    have its value (what is left of its round).
+
+    A phase of width w and r rounds is the block of levels level .. level + r - 1, each w
+    times (torch.arange(level, level + r).repeat_interleave(w)), cut at `simulations`; entry
+    i of the block has min(w - i % w, size - i) left of its round. Once the width is 2 (or a
+    single move's 1) every later phase is alike, so the rest of the row is one block.
+    """
+    levels, runs = torch.empty(simulations, dtype=torch.long), torch.empty(simulations, dtype=torch.long)
+    phases = math.ceil(math.log2(considered)) if considered > 1 else 1
+    level, width, filled = 0, max(1, considered), 0
+    while filled < simulations:
+        if width <= 2:  # this phase and every later one: rounds of the last moves to the end
+            rounds = -(-(simulations - filled) // width)
+        else:
+            rounds = max(1, simulations // (phases * width))
+        size = min(rounds * width, simulations - filled)
+        i = torch.arange(size)
+        levels[filled:filled + size] = level + i // width
+        runs[filled:filled + size] = torch.minimum(width - i % width, size - i)
+        filled += size
+        level += rounds
+        width = max(2, width // 2)
+    return levels, runs
+
+
+@lru_cache(maxsize=8)
 def _schedule_table(considered: int, simulations: int) -> tuple[torch.Tensor, torch.Tensor]:
     """float [considered + 1, simulations]: row c is visit_schedule(c, simulations) (row 0
     unused); and long, the same shape: how many entries from each one on, itself included,
-    have its value (what is left of its round)."""
-    rows = [visit_schedule(c, simulations) for c in range(considered + 1)]
-    runs = [[1] * simulations for _ in rows]
-    for row, run in zip(rows, runs):
-        for k in range(simulations - 2, -1, -1):
-            if row[k + 1] == row[k]:
-                run[k] = run[k + 1] + 1
-    return torch.tensor(rows, dtype=torch.float32), torch.tensor(runs, dtype=torch.long)
+    have its value (what is left of its round).
+
+    Its size is considered x simulations: callers ask for at most the game's action count
+    of rows (gumbel_search), since no root considers more moves than it has."""
+    table = torch.empty((considered + 1, simulations), dtype=torch.float32)
+    runs = torch.empty((considered + 1, simulations), dtype=torch.long)
+    for c in range(considered + 1):
+        table[c], runs[c] = _schedule_row(c, simulations)
+    return table, runs
 
 
 def gumbel_noise(keys: torch.Tensor, actions: int) -> torch.Tensor:
@@ -202,7 +231,9 @@ def gumbel_search(
                          f"not {simulations}, {considered}, {parallel}")
     if bool((tree.child_visits[:, ROOT] > 0).any()):
         raise ValueError("a Gumbel search starts from fresh trees (its schedule counts the root's visits from 0)")
-    table, runs = (t.to(tree.visits.device) for t in _schedule_table(considered, simulations))
+    # no root considers more moves than the game has (considered_counts): the table needs no more rows
+    rows = min(considered, tree.legal.shape[-1])
+    table, runs = (t.to(tree.visits.device) for t in _schedule_table(rows, simulations))
     counts = considered_counts(tree.legal[:, ROOT], considered)
     done = torch.zeros(tree.batch_size, dtype=torch.long, device=tree.visits.device)  # each tree's simulations
     chunk = max(chunk, parallel)
