@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import tempfile
 import zipfile
 from pathlib import Path
@@ -94,9 +95,13 @@ def remove_temporary_files(folder: str | Path) -> list[Path]:
 def safe_load(path: str | Path, what: str = "file") -> Any:
     """torch.load with weights_only=True; a missing or damaged file is a one-line UserError."""
     path = Path(path)
-    if not path.exists():
-        raise UserError(f"{what} not found: {path}")
-    if not path.is_file():
+    try:  # stat(), not exists(): a name too long or a folder not ours to enter is said as such
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise UserError(f"{what} not found: {path}") from None
+    except OSError as error:
+        raise UserError(f"cannot read the {what} {path}: {error.strerror or error}") from None
+    if not stat.S_ISREG(mode):
         raise UserError(f"{path} is not a {what}: it is not a file")
     _check_archive(path, what)
     try:
@@ -110,7 +115,11 @@ def _check_archive(path: Path, what: str) -> None:
     """UserError unless `path` is a zip archive (torch.save's format) whose every member matches its
     checksum: torch.load reads damaged bytes without noticing (a flipped bit in a weight loads as it is)."""
     try:
-        with zipfile.ZipFile(path) as archive:
+        handle = open(path, "rb")
+    except OSError as error:  # no permission, ...: not a damaged file
+        raise UserError(f"cannot read the {what} {path}: {error.strerror or error}") from None
+    try:
+        with handle, zipfile.ZipFile(handle) as archive:
             damaged = archive.testzip()
     except Exception as error:  # not a zip, truncated, a header that lies about sizes, ...
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -479,6 +479,11 @@ def test_a_checkpoint_path_with_an_equals_sign_plays(tmp_path):
     ("pbrain.py", ["--player", "bogus"], "unknown player"),
     ("pbrain.py", ["--player", "random", "--sims", "0"], "--sims must be positive"),
     ("pbrain.py", ["--player", "uct:10", "--sims", "999999999999"], "out of range"),
+    # paths the system cannot look up (a name over 255 bytes): said, not a traceback from stat
+    ("evaluate.py", ["--game", "tictactoe", "--a", f"az:/tmp/{'x' * 300}.pt", "--b", "random"],
+     f"cannot read the checkpoint /tmp/{'x' * 300}.pt: File name too long"),
+    ("play.py", ["--checkpoint", f"/tmp/{'x' * 300}.pt"], "File name too long"),
+    ("train.py", ["--game", "tictactoe", "--run-dir", f"/tmp/{'x' * 300}"], "--run-dir /tmp/xxx"),
 ])
 def test_absurd_command_line_values_are_one_line_errors(script, args, words):
     out = run_here(script, *args)

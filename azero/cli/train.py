@@ -82,7 +82,10 @@ def main(argv=None) -> int:
         parser.error("--actors and --actor-device are for self-play on Ray: add --ray")
     if args.actors is not None and not 1 <= args.actors <= MAX_ACTORS:
         parser.error(f"--actors must be in 1..{MAX_ACTORS:,}")
-    resuming = args.run_dir is not None and (args.run_dir / "config.toml").exists()
+    try:  # a name too long, or a folder not ours to enter, is said in one line
+        resuming = args.run_dir is not None and (args.run_dir / "config.toml").exists()
+    except OSError as error:
+        parser.error(f"--run-dir {args.run_dir}: {error.strerror or error}")
     config = None
     flags = bool(args.game or args.config or args.set or args.device or args.seed is not None)
     if flags or not resuming:  # resuming with flags: they must agree with the run's config (azero/loop.py)
