@@ -151,7 +151,7 @@ def test_the_ledger_keeps_only_the_ids_above_the_watermark():
 # -- the command -----------------------------------------------------------------------------------
 
 
-def test_ray_without_ray_installed_is_one_clear_error(tmp_path):
+def test_ray_without_ray_installed_is_one_clear_error(tmp_path, monkeypatch):
     blocker = tmp_path / "blocker"
     blocker.mkdir()
     (blocker / "ray.py").write_text("raise ImportError('No module named ray')\n")
@@ -164,6 +164,13 @@ def test_ray_without_ray_installed_is_one_clear_error(tmp_path):
     assert not run_dir.exists()
     out = run_here("train.py", *TINY, "--actors", "2", "--iterations", "1", "--run-dir", str(run_dir))
     assert out.returncode == 2 and "add --ray" in out.stderr and not run_dir.exists()
+    # the bench says so before the other groups' minutes, not after them
+    import azero.bench
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray: ImportError
+    monkeypatch.setattr(azero.bench, "run", lambda *args, **kwargs: pytest.fail("a group ran before the Ray check"))
+    out = run_here("bench.py", "--only", "puct", "--only", "ray")
+    assert out.returncode == 2 and out.stderr.startswith("error: --only ray needs Ray, which is not installed"), out
 
 
 @needs_ray

@@ -48,6 +48,10 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     ray_groups = [g for g in args.only or [] if g in RAY_GROUPS]
+    if ray_groups:  # before the other groups' minutes, not after them
+        from ..distributed.cluster import require_ray
+
+        require_ray(f"--only {ray_groups[0]}")
     out = bench.run([g for g in args.only if g not in RAY_GROUPS] if args.only else None, args.seconds,
                     args.repeats) if not args.only or len(ray_groups) < len(args.only) else {}
     if ray_groups:

@@ -19,12 +19,13 @@ from ..errors import UserError
 INSTALL = "pip install -e '.[ray]'"
 
 
-def require_ray():
-    """The ray module, or a UserError that says how to install it."""
+def require_ray(asked: str = "--ray"):
+    """The ray module, or a UserError that says how to install it (`asked`: what the user asked
+    for that needs it)."""
     try:
         import ray
     except ImportError as error:
-        raise UserError(f"--ray needs Ray, which is not installed ({error}); install it with: {INSTALL} "
+        raise UserError(f"{asked} needs Ray, which is not installed ({error}); install it with: {INSTALL} "
                         "(or pip install 'ray>=2.9')") from None
     return ray
 
