@@ -439,6 +439,13 @@ def test_an_engine_that_resigns_in_the_terminal_ends_the_game_and_undo_plays_on(
     assert "the game is over: type 'new', 'undo' or 'quit'" in out.stdout and "the game is over\n" in out.stdout
 
 
+def test_the_terminal_game_refuses_an_endless_line_and_plays_on():
+    # piped input is read a bounded line at a time (input() read a line whole, however long)
+    out = run("play.py", ["--game", "tictactoe", "--opponent", "perfect"], "b" * 5_000_000 + "\nb2\nquit\n")
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert "a line longer than 10,000 characters; refused" in out.stdout and out.stdout.count("perfect plays") == 1
+
+
 def test_undo_before_your_first_move_is_nothing_to_undo():
     out = run("play.py", ["--game", "tictactoe", "--opponent", "perfect", "--ai-first"], "undo\nquit\n")
     assert out.returncode == 0 and "nothing to undo" in out.stdout and out.stdout.count("perfect plays") == 1

@@ -103,6 +103,32 @@ def say(text: str = "") -> None:
     print(text, flush=True)
 
 
+TYPED_LINE = 10_000  # characters a line typed to the terminal game may hold (a command is a word or two)
+
+
+def typed_lines():
+    """The lines typed to the terminal game: `ask(prompt)` gives the next one (without its
+    ending), None at the end of input, or a TooLong. A terminal's own line is bounded (and
+    input() keeps its line editing); a pipe's is read with bounded_lines."""
+    import sys
+
+    from ..protocols.lines import bounded_lines
+
+    piped = None if sys.stdin.isatty() else bounded_lines(sys.stdin, TYPED_LINE)
+
+    def ask(prompt: str):
+        if piped is None:
+            try:
+                return input(prompt)
+            except EOFError:
+                return None
+        print(prompt, end="", flush=True)
+        line = next(piped, None)
+        return line.rstrip("\r\n") if isinstance(line, str) else line
+
+    return ask
+
+
 def watch(game, first, second) -> int:
     from ..player import RESIGN
     from ..session import GameSession, describe_analysis
@@ -127,8 +153,10 @@ def watch(game, first, second) -> int:
 def terminal(game, engine, human: int) -> int:
     from ..errors import USER_ERRORS
     from ..player import RESIGN
+    from ..protocols.lines import TooLong
     from ..session import GameSession, describe_analysis
 
+    ask = typed_lines()
     session = GameSession(game)
     say(f"{game.describe()}: you play "
         f"{'first' if human == 0 else 'second'} against {engine.name}. Type 'help' for commands.")
@@ -154,11 +182,14 @@ def terminal(game, engine, human: int) -> int:
         over = session.over or stopped == session.actions
         if over:
             say(f"game over: {session.result_text() if session.over else why}. Type 'new', 'undo' or 'quit'.")
-        try:
-            text = input("> " if over else "your move > ").strip()
-        except EOFError:
+        text = ask("> " if over else "your move > ")
+        if text is None:
             say()
             return 0
+        if isinstance(text, TooLong):
+            say(f"{text.message} (type 'help' for commands)")
+            continue
+        text = text.strip()
         command = text.lower()
         if not command:
             continue
