@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import stat
 import tomllib
 import typing
 from dataclasses import dataclass, field
@@ -250,14 +251,29 @@ def merge_toml(config: Config, data: dict, origin: str) -> None:
             _apply(config, section, key, value, from_text=False, origin=origin)
 
 
+MAX_MINUTES = 1_000_000  # a run's (and an ablation arm's) budget: beyond these it is a typo, not a plan
+MAX_ITERATIONS = 1_000_000_000
+MAX_CONFIG_BYTES = 1 << 20  # a config file is a few hundred bytes; /dev/zero is not one
+
+
 def read_toml(path: Path) -> dict:
     try:
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(mode):  # a pipe or a device would be read for ever
+            raise ConfigError(f"{path} is not a config file (TOML): it is not a regular file")
         with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
+            text = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(text) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path} is over {MAX_CONFIG_BYTES:,} bytes: not a config file (TOML)")
+        return tomllib.loads(text.decode())
+    except (FileNotFoundError, NotADirectoryError):
         raise ConfigError(f"config file not found: {path}") from None
     except IsADirectoryError:
         raise ConfigError(f"{path} is a folder, not a config file (TOML)") from None
+    except OSError as error:  # no permission, a name too long, ...
+        raise ConfigError(f"cannot read the config file {path}: {error.strerror or error}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a text file (a config is TOML text)") from None
     except tomllib.TOMLDecodeError as error:
@@ -292,6 +308,10 @@ def load_config(*, game: str | None = None, path: str | Path | None = None, over
 def check_config(config: Config) -> None:
     """ConfigError for values that are allowed one by one but not together."""
     search = config.search
+    if config.train.min_replay > config.replay.capacity:
+        raise ConfigError(f"train.min_replay={config.train.min_replay:,} is more than replay.capacity="
+                          f"{config.replay.capacity:,}: the buffer never holds that many, so the network would never "
+                          "train")
     if config.train.ema_decay >= 1:
         raise ConfigError(f"train.ema_decay={config.train.ema_decay} must be below 1 (1 would never move the "
                           "average; 0 = off)")

@@ -47,7 +47,7 @@ from .faults import fault
 from .metrics import METRICS, read_metrics
 from .network import PolicyValueNet, device_problem, precision_problem
 from .player import MAX_SIMULATIONS
-from .replay import ReplayBuffer, prune, restore, save_chunk
+from .replay import ReplayBuffer, chunks, prune, restore, save_chunk
 from .search import memory, node_bytes
 from .selfplay import Samples, SelfPlay, stored_fields, tree_nodes
 from .trainer import Trainer, autocast_dtype
@@ -165,6 +165,12 @@ def check_new_run(config: Config) -> games.Game:
             memory.check_tree_size(batch, nodes, node)
         except memory.TreeTooLarge as error:
             raise UserError(f"{settings}: {error}") from None
+    sample = ReplayBuffer(game, 1, stored_fields(config.network)).sample_bytes()
+    half = (memory.physical_memory() or 1 << 62) // 2
+    if sample * config.replay.capacity > half:  # the ring is allocated whole when the run starts
+        raise UserError(f"replay.capacity={config.replay.capacity:,} needs "
+                        f"{memory.size_text(sample * config.replay.capacity)} for the replay buffer, over half this "
+                        f"machine's memory ({memory.size_text(half)}); at most {half // sample:,} samples fit")
     check_opening(game, config.evaluation.opening_plies)
     try:
         check_opening(game, config.selfplay.opening_plies)
@@ -243,6 +249,16 @@ class Run:
             remove_temporary_files(folder)  # writes a kill cut short
         latest = self.dir / "latest.pt"
         if not latest.exists():
+            # a stop inside the first iteration leaves its files without a latest.pt; a later
+            # iteration's files mean latest.pt was there and has gone: starting again would
+            # delete them and write new snapshots over the old ones
+            reached = max([iteration for iteration, _, _ in chunks(self.dir / "replay")]
+                          + [int(record.get("iteration", 0)) for record in read_metrics(self.dir)]
+                          + [int(path.stem[5:]) for path in (self.dir / "checkpoints").glob("iter-*.pt")
+                             if path.stem[5:].isdigit()], default=0)
+            if reached > 1:
+                raise UserError(f"{latest} is missing, but {self.dir} holds the run's later files (up to iteration "
+                                f"{reached}); put its latest.pt back, or give a new --run-dir (nothing was changed)")
             restore(self.buffer, self.dir / "replay", up_to=0, positions=0)
             self._truncate_metrics()
             return

@@ -45,6 +45,10 @@ class ReplayBuffer:
     def __len__(self) -> int:
         return self.size
 
+    def sample_bytes(self) -> int:
+        """The bytes one sample takes in the ring (all its kept fields)."""
+        return sum(getattr(self, name)[0].nbytes for name in self.names) if self.capacity else 0
+
     def add(self, samples: Samples) -> None:
         """Sample k of all ever added goes to slot k % capacity (so a ring rebuilt from the
         newest chunks, starting at the right slot, is the same ring)."""

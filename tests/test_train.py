@@ -81,6 +81,14 @@ def test_a_tiny_run_writes_its_folder_and_resumes_where_it_stopped(tmp_path):
     out = train("--set", "search.simulations=16", "--iterations", "4", "--run-dir", str(run_dir))
     assert out.returncode == 2 and "come with --game or --config" in out.stderr
     assert latest(run_dir)["iteration"] == 3 and len(metrics(run_dir)) == 3
+    # its latest.pt gone (moved away, or left out of a copy): refused, and nothing deleted or rewritten
+    (run_dir / "latest.pt").rename(tmp_path / "kept.pt")
+    before = {path: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()}
+    out = run_here("train.py", "--iterations", "4", "--run-dir", str(run_dir))
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert f"{run_dir / 'latest.pt'} is missing, but {run_dir} holds the run's later files (up to iteration 3)" \
+        in out.stderr
+    assert {path: path.read_bytes() for path in run_dir.rglob("*") if path.is_file()} == before
 
 
 def test_evaluations_keep_to_their_share_of_the_run(tmp_path):
@@ -171,7 +179,19 @@ def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
              "evaluation.simulations=200,000,000: a move may search at most 100,000,000"),
             (["--game", "tictactoe", "--set", "evaluation.simulations=90000000"],
              "evaluation.games=40 with evaluation.simulations=90000000: this search needs"),
+            # a ring that never reaches min_replay never trains (the run looked normal, untrained)
+            (["--game", "tictactoe", "--set", "replay.capacity=100"],
+             "train.min_replay=512 is more than replay.capacity=100: the buffer never holds that many"),
+            # a ring the machine cannot hold (it is allocated whole at the start: a traceback before)
+            (["--game", "tictactoe", "--set", "replay.capacity=100000000000"],
+             "replay.capacity=100,000,000,000 needs"),
+            # config files that cannot be read: one line, not a traceback (or a wait for ever on a pipe)
+            (["--config", str(tmp_path / "a-fifo")], "is not a config file (TOML): it is not a regular file"),
+            (["--config", str(tmp_path / ("x" * 300))], "cannot read the config file"),
+            (["--config", str(tmp_path / "big.toml")], "is over 1,048,576 bytes: not a config file"),
         ]
+        os.mkfifo(tmp_path / "a-fifo")
+        (tmp_path / "big.toml").write_text("# " + "x" * (1 << 20) + "\n")
         for number, (args, message) in enumerate(cases):
             run_dir = tmp_path / f"never-{number}"
             out = run_here("train.py", *args, "--iterations", "1", "--run-dir", str(run_dir))

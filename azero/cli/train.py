@@ -6,11 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..config import MAX_ITERATIONS, MAX_MINUTES
 from ..errors import cli_entry
 from . import torch_device
 
-MAX_MINUTES = 1_000_000  # budgets beyond these are typos, not plans
-MAX_ITERATIONS = 1_000_000_000
 MAX_ACTORS = 1024  # each asks Ray for a share of the cluster's CPUs, which must stay above Ray's 0.0001
 
 
