@@ -75,10 +75,19 @@ def test_a_plan_is_checked_before_anything_runs():
     with pytest.raises(UserError, match=r"--games must be in 2\.\.1,000,000"):
         plan(games=10**12)  # a mistyped count is refused before any run trains
     # what would fail only after a run has trained: a run's config, a yardstick's player, the budget
-    with pytest.raises(UserError, match="training budget must be a positive number"):
+    with pytest.raises(UserError, match="--minutes must be above 0 and at most 1,000,000"):
         plan(minutes=float("nan"), iterations=None)
-    with pytest.raises(UserError, match="--sims must be at least 1"):
+    with pytest.raises(UserError, match="at most 1,000,000 \\(train.py's limit\\)"):
+        plan(minutes=2e6, iterations=None)  # train.py would refuse each run, after the plan was saved
+    with pytest.raises(UserError, match=r"--iterations must be in 1..1,000,000,000"):
+        plan(iterations=2 * 10**9)
+    with pytest.raises(UserError, match=r"--sims must be in 1..100,000,000"):
         plan(simulations=0)
+    with pytest.raises(UserError, match=r"--sims must be in 1..100,000,000"):
+        plan(simulations=200_000_000)
+    # the judge searches its 300 positions at once: a budget whose trees cannot fit fails now
+    with pytest.raises(UserError, match=r"--sims 20000000: this search needs .*\(300 trees of"):
+        plan(simulations=20_000_000, yardsticks=["judge"])
     with pytest.raises(UserError, match=r"run.seed=-1 is out of range"):
         plan(seeds=[-1])
     with pytest.raises(UserError, match="run.seed=5: every arm plays the same game .* seeds from --seeds"):
@@ -142,6 +151,31 @@ def test_a_damaged_state_file_or_an_out_that_is_a_file_is_one_clear_error(tmp_pa
     for out in (tmp_path / "a-file", tmp_path / "a-file" / "sub"):
         with pytest.raises(UserError, match=f"--out {out}: {tmp_path / 'a-file'} is a file, not a folder"):
             Ablation(out, plan())
+
+
+
+def test_a_full_disk_while_saving_an_ablation_is_one_line_and_keeps_the_last_save(tmp_path, monkeypatch):
+    import errno
+
+    from azero.ablation import Ablation, runner
+
+    folder = tmp_path / "out"
+    ablation = Ablation(folder, plan())
+    ablation.save()
+    saved = (folder / "ablation.json").read_text()
+
+    def full(path, text, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(runner, "atomic_write_text", full)
+    ablation.state["commands"].append({"command": "python scripts/judge.py ...", "exit": 0})
+    with pytest.raises(UserError) as refused:
+        ablation.save()
+    assert str(refused.value) == (
+        f"cannot write {folder / 'ablation.json'}: No space left on device; {folder} keeps what was saved before (a "
+        f"result printed above is not in it). Once that is mended, continue with: python scripts/ablate.py --out "
+        f"{folder}")
+    assert (folder / "ablation.json").read_text() == saved
 
 
 def test_head_to_head_matches_open_with_random_plies_and_may_be_added_to_a_plan(tmp_path):

@@ -9,16 +9,16 @@ azero/judge.py) or any player spec, which the final network then plays a match a
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import asdict, dataclass, field
 
 
 from games.options import Option, read_options
 
-from ..config import load_config
+from ..config import MAX_ITERATIONS, MAX_MINUTES, load_config
 from ..elo import MAX_GAMES, MAX_OPENING_PLIES
 from ..errors import USER_ERRORS, UserError
+from ..player import MAX_SIMULATIONS
 from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS
 
 # --capture-all-dead: our Go scores the final position as it stands (Tromp-Taylor), so GNU Go
@@ -159,9 +159,10 @@ class Plan:
         """UserError for anything wrong before anything runs: arms' configs, yardsticks, budgets."""
         if (self.minutes is None) == (self.iterations is None):
             raise UserError("give one training budget: --minutes M or --iterations N")
-        if self.minutes is not None and not 0 < self.minutes < math.inf or \
-                self.iterations is not None and self.iterations < 1:
-            raise UserError("the training budget must be a positive number")
+        if self.minutes is not None and not 0 < self.minutes <= MAX_MINUTES:
+            raise UserError(f"--minutes must be above 0 and at most {MAX_MINUTES:,} (train.py's limit)")
+        if self.iterations is not None and not 1 <= self.iterations <= MAX_ITERATIONS:
+            raise UserError(f"--iterations must be in 1..{MAX_ITERATIONS:,} (train.py's limit)")
         if not self.arms:
             raise UserError("give at least one --arm NAME:OVERRIDES (base: for the preset itself)")
         names = [arm.name for arm in self.arms]
@@ -171,8 +172,8 @@ class Plan:
             raise UserError("give distinct seeds, e.g. --seeds 0,1")
         if not 2 <= self.games <= MAX_GAMES:
             raise UserError(f"--games must be in 2..{MAX_GAMES:,}")
-        if self.simulations < 1:
-            raise UserError("--sims must be at least 1")
+        if not 1 <= self.simulations <= MAX_SIMULATIONS:
+            raise UserError(f"--sims must be in 1..{MAX_SIMULATIONS:,}")
         if not 0 <= self.opening_plies <= MAX_OPENING_PLIES:
             raise UserError(f"--opening-plies must be at least 0 and at most {MAX_OPENING_PLIES:,}")
         if self.head_to_head < 0 or self.head_to_head == 1 or self.head_to_head > MAX_GAMES:
@@ -200,6 +201,21 @@ class Plan:
             check_opening(game, self.head_to_head_opening_plies())
         for yardstick in self.yardsticks:
             check_yardstick(yardstick, game)
+        self.check_trees(game)
+
+    def check_trees(self, game) -> None:
+        """UserError unless the networks' trees fit in memory in each measurement: the judge searches
+        all its positions at once, a match its games (else it fails after the arms' training)."""
+        from ..arena import MAX_GAMES_AT_ONCE
+        from ..search import memory, node_bytes
+
+        batches = [(judge_options(y) or {}).get("positions") or min(self.games, MAX_GAMES_AT_ONCE)
+                   for y in self.yardsticks] + [min(self.head_to_head, MAX_GAMES_AT_ONCE)]
+        node = node_bytes(game.initial_state(1), game.num_actions, with_prior=True)
+        try:
+            memory.check_tree_size(max(batches), self.simulations + 1, node)
+        except memory.TreeTooLarge as error:
+            raise UserError(f"--sims {self.simulations}: {error}") from None
 
     def runs(self) -> list[tuple[Arm, int]]:
         """(arm, seed) in the order they run: every arm for the first seed, then for the next."""

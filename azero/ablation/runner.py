@@ -102,8 +102,17 @@ class Ablation:
 
     # -- state ----------------------------------------------------------------------------------
     def save(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.folder / STATE, json.dumps(self.state, indent=1) + "\n")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.folder / STATE, json.dumps(self.state, indent=1) + "\n")
+        except OSError as error:  # a full disk: the state saved before stands (its write is atomic)
+            raise UserError(self.unwritten(self.folder / STATE, error)) from None
+
+    def unwritten(self, path: Path, error: OSError) -> str:
+        """What to say when one of the ablation's own files cannot be written."""
+        return (f"cannot write {path}: {error.strerror or error}; {self.folder} keeps what was saved before (a "
+                f"result printed above is not in it). Once that is mended, continue with: python scripts/ablate.py "
+                f"--out {self.folder}")
 
     def run_dir(self, arm: Arm, seed: int) -> Path:
         return self.folder / f"{arm.name}-seed{seed}"
@@ -220,6 +229,7 @@ class Ablation:
         results = [json.loads(line) for line in lines if line.startswith("{")]
         if status != 0 or not results:
             raise UserError(f"{what} failed (exit {status})")
+        self.log(json.dumps(results[-1]))  # on the terminal too: kept there if the state cannot be saved
         return results[-1]
 
     def measure(self, arm: Arm, seed: int, yardstick: str) -> None:
@@ -265,7 +275,10 @@ class Ablation:
                         self.measure(arm, seed, yardstick)
                 if self.wants_head_to_head(arm, record):  # the first arm of this seed ran before this one
                     self.play_head_to_head(arm, seed)
-                write_report(self)
+                try:
+                    write_report(self)
+                except OSError as error:
+                    raise UserError(self.unwritten(Path(error.filename or self.folder), error)) from None
         except KeyboardInterrupt:
             self.log(f"stopped; {self.folder} keeps what finished. Continue with: "
                      f"python scripts/ablate.py --out {self.folder}")
