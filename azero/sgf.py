@@ -25,6 +25,7 @@ are refused).
 from __future__ import annotations
 
 import datetime
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,7 +81,10 @@ def parse_point(game: Game, text: str) -> int:
 
 
 def _escape(text: str) -> str:
-    return str(text).replace("\\", "\\\\").replace("]", "\\]")
+    # a name may hold bytes that are not UTF-8 (a file name, as Python decodes it: '\udcff'),
+    # which the file's CA[UTF-8] cannot hold: written as their escape
+    text = str(text).encode("utf-8", "backslashreplace").decode("utf-8")
+    return text.replace("\\", "\\\\").replace("]", "\\]")
 
 
 def _number(value: float) -> str:
@@ -175,7 +179,7 @@ def next_game_number(folder: str | Path) -> int:
 
 
 def file_span(paths: list[Path]) -> str:
-    """The names of consecutive files, first and last: 'game-0013.sgf .. game-0024.sgf' (one: its name)."""
+    """The first and last of a match's files: 'game-0013.sgf .. game-0024.sgf' (one: its name)."""
     return paths[0].name if len(paths) == 1 else f"{paths[0].name} .. {paths[-1].name}"
 
 
@@ -194,7 +198,8 @@ class MatchRecordsError(UserError):
 def write_match(folder: str | Path, game: Game, match) -> list[Path]:
     """One SGF file per game of a match played with `record_moves=True`, numbered on after the
     game-NNNN.sgf files already in `folder` (game-0001.sgf, ... in an empty one), so that a second
-    match into the folder replaces nothing. Each file's GC names the game within its own match
+    match into the folder replaces nothing (one writing there at the same time included: a
+    number the other took first is skipped). Each file's GC names the game within its own match
     ("A vs B, game 1 of 12"). MatchRecordsError (with the files written) if a write fails."""
     if match.records is None:
         raise ValueError("the match kept no moves: play it with record_moves=True")
@@ -206,15 +211,35 @@ def write_match(folder: str | Path, game: Game, match) -> list[Path]:
     paths: list[Path] = []
     for number, record in enumerate(match.records, start=1):
         re_value = resignation_text(record.result > 0) if record.resigned else None  # else to_sgf scores the end
-        path = Path(folder) / f"game-{first + number - 1:04d}.sgf"
+        path, claimed = Path(folder) / f"game-{first:04d}.sgf", False
         try:
+            path, first = _claim_game_file(Path(folder), first)
+            claimed = True
             fault("sgf", str(path))
             write_sgf(path, game, record.actions, black=record.first, white=record.second, result=re_value,
                       comment=f"{match.a} vs {match.b}, game {number} of {total}")
         except OSError as error:
+            if claimed:  # the empty file that held the number
+                path.unlink(missing_ok=True)
             raise MatchRecordsError(paths, total, path, error) from error
         paths.append(path)
+        first += 1
     return paths
+
+
+def _claim_game_file(folder: Path, number: int) -> tuple[Path, int]:
+    """The first game-NNNN.sgf from `number` on that no file holds, and its number, created
+    empty with an exclusive create: two matches writing into one folder at once each take
+    numbers of their own (the listing both made may be the same), so neither replaces the
+    other's records."""
+    folder.mkdir(parents=True, exist_ok=True)
+    while True:
+        path = folder / f"game-{number:04d}.sgf"
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            return path, number
+        except FileExistsError:
+            number += 1
 
 
 # -- reading ----------------------------------------------------------------------------------

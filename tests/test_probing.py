@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import time
@@ -547,3 +548,54 @@ def test_a_full_disk_while_writing_a_matchs_sgf_files_keeps_the_result(tmp_path,
         f"error: --sgf {tmp_path}: 1 of the 3 games' records written (game-0001.sgf), then game-0002.sgf: "
         "No space left on device; the result above stands"]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["game-0001.sgf"]  # no temporary file left
+
+
+def test_two_matches_writing_into_one_sgf_folder_at_once_take_numbers_of_their_own(tmp_path, monkeypatch):
+    from azero import sgf
+    from azero.arena import play_match
+    from azero.players import make
+
+    game = games.make_from_spec("gomoku:size=5,k=4")
+    match = play_match(game, make("random", game), make("uct:8", game), 3, progress=False, record_moves=True)
+    other = sgf.write_match(tmp_path, game, match)  # the other match's game-0001 .. game-0003
+    before = {path.name: path.read_bytes() for path in other}
+    # this match listed the folder before the other wrote there: it saw no game-NNNN.sgf
+    monkeypatch.setattr(sgf, "next_game_number", lambda folder: 1)
+    ours = sgf.write_match(tmp_path, game, match)
+    assert [path.name for path in ours] == ["game-0004.sgf", "game-0005.sgf", "game-0006.sgf"]
+    assert all((tmp_path / name).read_bytes() == data for name, data in before.items())
+    assert all(sgf.read_sgf(path.read_text()).moves for path in ours)
+
+
+def test_a_failure_other_than_the_disk_while_writing_sgf_prints_the_result_first(tmp_path, monkeypatch, capsys):
+    from azero import sgf
+    from azero.cli import evaluate
+
+    def broken(folder, game, match):
+        raise RuntimeError("a bug while writing")
+
+    monkeypatch.setattr(sgf, "write_match", broken)
+    with pytest.raises(RuntimeError, match="a bug while writing"):  # a bug is a traceback ...
+        evaluate.main([*MATCH, "--sgf", str(tmp_path)])
+    assert "Elo of A over B:" in capsys.readouterr().out  # ... after the match it played
+
+
+def test_an_engine_whose_file_name_is_not_utf8_plays_and_is_named_in_its_sgf_records(tmp_path):
+    python = tmp_path / os.fsdecode(b"python-\xff")  # a name Linux allows: Python reads it as '\udcff'
+    try:
+        python.symlink_to(sys.executable)
+    except (OSError, UnicodeError, NotImplementedError):
+        pytest.skip("this file system takes no such name")
+    engine = f"gtp:{python} {SCRIPTS / 'gtp.py'} --game go:size=5 --player random"
+    out = run_here("evaluate.py", "--game", "go:size=5", "--a", engine, "--b", "random", "--games", "2",
+                   "--sgf", str(tmp_path / "sgf"))
+    assert out.returncode == 0 and "SGF: 2 games in" in out.stdout, out.stderr  # was: UnicodeEncodeError
+    names = {value for path in (tmp_path / "sgf").glob("game-*.sgf")
+             for key in ("PB", "PW") for value in sgf_properties(path).get(key, [])}
+    assert any("/python-\\udcff" in name for name in names), names  # the byte as its escape, in UTF-8
+
+
+def sgf_properties(path: Path) -> dict:
+    from azero.sgf import read_sgf
+
+    return read_sgf(path.read_text(encoding="utf-8")).properties

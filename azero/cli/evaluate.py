@@ -88,6 +88,19 @@ def main(argv=None) -> int:
             paths = write_match(args.sgf, game, result)
         except MatchRecordsError as error:  # the match stands: print it, then say what was not written
             paths, failure = error.written, f"--sgf {args.sgf}: {error}; the result above stands"
+        except BaseException:  # anything else that stops the writes (a bug, ^C): the result, then it
+            _print_result(args, result, [])
+            raise
+    _print_result(args, result, paths)
+    if args.sgf and failure is None and not args.json:
+        print(f"SGF: {len(paths)} games in {args.sgf} ({file_span(paths)})")
+    if failure:
+        raise UserError(failure)
+    return 0
+
+
+def _print_result(args, result, paths: list) -> None:
+    """The match's table (or its JSON, with the SGF files written when --sgf is given)."""
     record = result.to_dict()
     if args.sgf:
         record["sgf"] = [str(path) for path in paths]
@@ -97,8 +110,3 @@ def main(argv=None) -> int:
             print("note: " + result.repeat_note().removeprefix("; "), file=sys.stderr)
     else:
         print(result.table(), flush=True)
-        if args.sgf and failure is None:
-            print(f"SGF: {len(paths)} games in {args.sgf} ({file_span(paths)})")
-    if failure:
-        raise UserError(failure)
-    return 0

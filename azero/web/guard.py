@@ -12,8 +12,9 @@ there. So every request is checked before it is answered:
   (Origin, Sec-Fetch-Site), that must be the board's own page. A request with neither
   header comes from a program, not from a page in a browser (browsers send Origin with
   every POST from a page).
-* A body is read only up to MAX_BODY bytes (MAX_SGF_BODY for an SGF file) and only as long as Content-Length says, and a
-  connection that stalls for READ_SECONDS is closed (it would hold a thread for ever).
+* A body is read only up to MAX_BODY bytes (MAX_SGF_BODY for an SGF file) and only as long as Content-Length says; a
+  connection that stalls for READ_SECONDS is closed, and a body not all there READ_SECONDS
+  after it began is refused (a client sending a byte now and then would hold a thread for ever).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from games.options import is_whole_number
 
 MAX_BODY = 64 << 10  # bytes; the board's requests are a few dozen
 MAX_SGF_BODY = 8 << 20  # bytes of an SGF upload: the GUI's 1,000,000 characters, JSON-escaped
-READ_SECONDS = 20.0  # a connection that sends nothing for this long is closed
+READ_SECONDS = 20.0  # a connection that sends nothing for this long is closed; a body's whole time
 
 
 class Refused(Exception):

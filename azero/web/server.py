@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import webbrowser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -145,10 +146,33 @@ def make_handler(gui: Gui):
                 self.close_connection = True
                 return None
 
+        def _read_body(self, length: int) -> bytes:
+            """The body's `length` bytes (fewer if the client closes first), all of them within
+            READ_SECONDS: a client that sends a byte now and then, each inside the socket's
+            timeout, is refused all the same and its thread freed."""
+            deadline = time.monotonic() + guard.READ_SECONDS
+            parts, left = [], length
+            try:
+                while left > 0:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise TimeoutError
+                    self.connection.settimeout(remaining)
+                    chunk = self.rfile.read1(min(left, 1 << 16))
+                    if not chunk:
+                        break
+                    parts.append(chunk)
+                    left -= len(chunk)
+            except TimeoutError:
+                raise guard.Refused(408, f"the request's body did not arrive within {guard.READ_SECONDS:g} s") from None
+            finally:
+                self.connection.settimeout(self.timeout)
+            return b"".join(parts)
+
         def _post(self):
             try:
                 limit = guard.MAX_SGF_BODY if self.path == "/api/sgf" else guard.MAX_BODY
-                body = self.rfile.read(guard.body_length(self.headers, limit))
+                body = self._read_body(guard.body_length(self.headers, limit))
             except guard.Refused as refusal:
                 self.close_connection = True
                 return self._json(refusal.status, {"error": refusal.message})
