@@ -199,64 +199,61 @@ def test_another_page_cannot_show_the_board_in_a_frame(board, browser):
         attacker.shutdown()
 
 
-def test_a_client_that_stalls_mid_request_is_dropped(monkeypatch):
-    import socket
-
+@pytest.fixture
+def impatient_board(monkeypatch):
+    """The port of a board whose server gives a request 1 s (guard.READ_SECONDS) instead of 20."""
     from azero.web import guard
 
     monkeypatch.setattr(guard, "READ_SECONDS", 1.0)
     game = games.make("gomoku", size=7, k=4)
     gui = Gui(game, Engine(game, "random"), human=0)
     server = start_server(gui, 0)
-    port = server.server_address[1]
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=15) as connection:
-            connection.sendall(f"POST /api/move HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json"
-                               "\r\nContent-Length: 100\r\n\r\n{\"act".encode())
-            started = time.monotonic()
-            while connection.recv(65536):  # the server gives up on the body and closes
-                pass
-            assert time.monotonic() - started < 10
-        code, answer = request(port, "GET", "/api/state", None, own(port))
-        assert code == 200 and answer["moves"] == []
-    finally:
-        gui.close()
-        server.shutdown()
+    yield server.server_address[1]
+    gui.close()
+    server.shutdown()
 
 
-def test_a_client_that_drips_its_body_is_refused_when_the_body_is_late(monkeypatch):
+def post_headers(port: int, length: int) -> bytes:
+    return (f"POST /api/move HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {length}\r\n\r\n").encode()
+
+
+def test_a_client_that_stalls_mid_request_is_dropped(impatient_board):
     import socket
 
-    from azero.web import guard
+    port = impatient_board
+    with socket.create_connection(("127.0.0.1", port), timeout=15) as connection:
+        connection.sendall(post_headers(port, 100) + b'{"act')
+        started = time.monotonic()
+        while connection.recv(65536):  # the server gives up on the body and closes
+            pass
+        assert time.monotonic() - started < 10
+    code, answer = request(port, "GET", "/api/state", None, own(port))
+    assert code == 200 and answer["moves"] == []
 
-    monkeypatch.setattr(guard, "READ_SECONDS", 1.0)
-    game = games.make("gomoku", size=7, k=4)
-    gui = Gui(game, Engine(game, "random"), human=0)
-    server = start_server(gui, 0)
-    port = server.server_address[1]
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=15) as connection:
-            connection.sendall(f"POST /api/move HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json"
-                               "\r\nContent-Length: 100\r\n\r\n".encode())
-            started, answer = time.monotonic(), b""
-            for byte in b'{"action": 24' + b" " * 80:  # a byte every 0.3 s: each read well inside the second
-                time.sleep(0.3)
-                try:
-                    connection.sendall(bytes([byte]))
-                except OSError:  # the server has answered and closed
-                    break
-                if time.monotonic() - started > 10:
-                    break
-            connection.settimeout(5)
-            while chunk := connection.recv(65536):
-                answer += chunk
-        assert answer.startswith(b"HTTP/1.0 408") and b"did not arrive within 1 s" in answer, answer[:200]
-        assert time.monotonic() - started < 5  # was: read on while each byte came within the timeout
-        code, state = request(port, "GET", "/api/state", None, own(port))
-        assert code == 200 and state["moves"] == []
-    finally:
-        gui.close()
-        server.shutdown()
+
+def test_a_client_that_drips_its_body_is_refused_when_the_body_is_late(impatient_board):
+    import socket
+
+    port = impatient_board
+    with socket.create_connection(("127.0.0.1", port), timeout=15) as connection:
+        connection.sendall(post_headers(port, 100))
+        started, answer = time.monotonic(), b""
+        for byte in b'{"action": 24' + b" " * 80:  # a byte every 0.3 s: each read well inside the second
+            time.sleep(0.3)
+            try:
+                connection.sendall(bytes([byte]))
+            except OSError:  # the server has answered and closed
+                break
+            if time.monotonic() - started > 10:
+                break
+        connection.settimeout(5)
+        while chunk := connection.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.0 408") and b"did not arrive within 1 s" in answer, answer[:200]
+    assert time.monotonic() - started < 5  # was: read on while each byte came within the timeout
+    code, state = request(port, "GET", "/api/state", None, own(port))
+    assert code == 200 and state["moves"] == []
 
 
 def test_a_client_that_resets_mid_request_costs_no_traceback():
@@ -271,8 +268,7 @@ def test_a_client_that_resets_mid_request_costs_no_traceback():
     port = server.server_address[1]
     try:
         connection = socket.create_connection(("127.0.0.1", port), timeout=15)
-        connection.sendall(f"POST /api/move HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json"
-                           "\r\nContent-Length: 100\r\n\r\n{\"act".encode())
+        connection.sendall(post_headers(port, 100) + b'{"act')
         time.sleep(0.3)  # the handler is reading the body
         connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         connection.close()  # a reset, not a goodbye
