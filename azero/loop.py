@@ -25,6 +25,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import signal
 import subprocess
@@ -199,6 +200,20 @@ def ladder_evaluator(game, config: Config, device: str) -> LadderEvaluator:
                                                rescale_q=search.rescale_q))
 
 
+SNAPSHOT = re.compile(r"^iter-(\d{6,})\.pt$")  # checkpoints/iter-000010.pt: the network of iteration 10
+
+
+def snapshot_path(run_dir: Path, iteration: int) -> Path:
+    """Where a run keeps the network of `iteration` (every run.keep_every iterations)."""
+    return run_dir / "checkpoints" / f"iter-{iteration:06d}.pt"
+
+
+def snapshot_iterations(run_dir: Path) -> list[int]:
+    """The iterations whose networks the run's checkpoints/ holds, in order."""
+    names = (path.name for path in (run_dir / "checkpoints").glob("iter-*.pt"))
+    return sorted(int(match.group(1)) for name in names if (match := SNAPSHOT.match(name)))
+
+
 def _temporary(path: Path) -> bool:
     """A file an atomic write left behind when the process died mid-write (checkpoint.TEMPORARY)."""
     return path.is_file() and path.name.startswith(".") and path.name.endswith(TEMPORARY_SUFFIX)
@@ -254,8 +269,7 @@ class Run:
             # delete them and write new snapshots over the old ones
             reached = max([iteration for iteration, _, _ in chunks(self.dir / "replay")]
                           + [int(record.get("iteration", 0)) for record in read_metrics(self.dir)]
-                          + [int(path.stem[5:]) for path in (self.dir / "checkpoints").glob("iter-*.pt")
-                             if path.stem[5:].isdigit()], default=0)
+                          + snapshot_iterations(self.dir), default=0)
             if reached > 1:
                 raise UserError(f"{latest} is missing, but {self.dir} holds the run's later files (up to iteration "
                                 f"{reached}); put its latest.pt back, or give a new --run-dir (nothing was changed)")
@@ -332,7 +346,7 @@ class Run:
         )
         if self.iteration % self.config.run.keep_every == 0:
             atomic_save(network_checkpoint(self.net, self.game, self.iteration, search=self.config.to_dict()["search"]),
-                        self.dir / "checkpoints" / f"iter-{self.iteration:06d}.pt", point="snapshot")
+                        snapshot_path(self.dir, self.iteration), point="snapshot")
         atomic_save(data, self.dir / "latest.pt", point="checkpoint")
         self.saved_iteration = self.iteration
 
