@@ -105,7 +105,8 @@ class ReplayConfig:
 @dataclass
 class TrainConfig:
     batch_size: int = _f(256, "positions per gradient step", low=1)
-    sample_reuse: float = _f(4.0, "gradient steps per iteration = new positions * sample_reuse / batch_size", low=0)
+    sample_reuse: float = _f(4.0, "gradient steps per iteration = new positions * sample_reuse / batch_size",
+                             low=0, high=1000)
     min_replay: int = _f(2048, "positions the buffer must hold before training starts", low=0)
     optimizer: str = _f("adamw", "optimizer", choices=("adamw", "sgd"))
     learning_rate: float = _f(1e-3, "learning rate (peak for schedules)", low=0)
@@ -155,7 +156,7 @@ class EvaluationConfig:
 class RunConfig:
     seed: int = _f(0, "random seed", low=0, high=2**32 - 1)
     device: str = _f("cpu", "torch device: cpu or cuda")
-    threads: int = _f(0, "torch CPU threads (0 = torch's default)", low=0)
+    threads: int = _f(0, "torch CPU threads (0 = torch's default)", low=0, high=1024)
     keep_every: int = _f(10, "keep a numbered checkpoint every this many iterations", low=1)
 
 
@@ -278,6 +279,8 @@ def read_toml(path: Path) -> dict:
         raise ConfigError(f"{path}: not a text file (a config is TOML text)") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    except RecursionError:  # tomllib reads arrays and tables within each other by recursion
+        raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
 
 
 def preset_path(game_name: str) -> Path:
@@ -290,11 +293,10 @@ def load_config(*, game: str | None = None, path: str | Path | None = None, over
     if path is not None:
         merge_toml(config, read_toml(Path(path)), str(path))
     elif game is not None:
-        preset = preset_path(game)
-        if not preset.exists():
-            known = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.toml")))
-            raise ConfigError(f"no preset for game {game!r} (azero/configs/{game}.toml); presets: {known}")
-        merge_toml(config, read_toml(preset), f"azero/configs/{game}.toml")
+        known = sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))  # (no file lookup of a name given)
+        if game not in known:
+            raise ConfigError(f"no preset for game {game!r} (azero/configs/{game}.toml); presets: {', '.join(known)}")
+        merge_toml(config, read_toml(preset_path(game)), f"azero/configs/{game}.toml")
     for item in overrides:
         key, eq, value = item.partition("=")
         section, dot, name = key.strip().partition(".")

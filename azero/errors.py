@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import sys
@@ -14,6 +15,20 @@ class UserError(ValueError):
 
 
 USER_ERRORS = (UserError, GameError)
+_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)  # what Path.exists() takes for "not there"
+
+
+def exists(path) -> bool:
+    """Path.exists(), but a path the system cannot look up (a name over 255 bytes, a folder not
+    ours to enter), which Python 3.11's exists() raises as an OSError, is a UserError with the
+    system's reason."""
+    try:
+        os.stat(path)
+    except OSError as error:
+        if error.errno in _ABSENT:
+            return False
+        raise UserError(f"cannot look up {path}: {error.strerror or error}") from None
+    return True
 
 
 def internal_error(error: BaseException) -> str:

@@ -172,6 +172,18 @@ def check_new_run(config: Config) -> games.Game:
         raise UserError(f"replay.capacity={config.replay.capacity:,} needs "
                         f"{memory.size_text(sample * config.replay.capacity)} for the replay buffer, over half this "
                         f"machine's memory ({memory.size_text(half)}); at most {half // sample:,} samples fit")
+    positions = config.selfplay.positions_per_iteration
+    if sample * positions > half:  # an iteration's samples are held until it has them all
+        raise UserError(f"selfplay.positions_per_iteration={positions:,} needs {memory.size_text(sample * positions)} "
+                        f"for one iteration's samples, over half this machine's memory ({memory.size_text(half)}); "
+                        f"at most {half // sample:,} fit")
+    needed = training_bytes(config, game)
+    if needed > half:
+        network, train = config.network, config.train
+        raise UserError(f"network.blocks={network.blocks}, network.channels={network.channels:,} with "
+                        f"train.batch_size={train.batch_size:,}: training needs about {memory.size_text(needed)} (the "
+                        f"network, its gradients and optimizer state, one batch's activations), over half this "
+                        f"machine's memory ({memory.size_text(half)})")
     check_opening(game, config.evaluation.opening_plies)
     try:
         check_opening(game, config.selfplay.opening_plies)
@@ -179,6 +191,20 @@ def check_new_run(config: Config) -> games.Game:
         raise UserError(f"selfplay.opening_plies={config.selfplay.opening_plies}: {error}") from None
     ladder_evaluator(game, config, config.run.device).check()
     return game
+
+
+def training_bytes(config: Config, game: games.Game) -> int:
+    """About the memory training takes beside the replay ring: the float32 weights four times over
+    (weights, gradients, AdamW's two moments) and twice more (the average of train.ema_decay, the
+    search's frozen copy), and a batch's activations kept for the backward pass (each
+    convolution's output and its normalised and rectified forms); counted without allocating
+    (the network built on torch's meta device)."""
+    with torch.device("meta"):
+        parameters = sum(p.numel() for p in PolicyValueNet(config.network, game).parameters())
+    height, width = game.board_shape
+    layers = 2 * config.network.blocks + 3  # the stem, two per block, the heads' convolutions
+    activations = config.train.batch_size * config.network.channels * height * width * layers * 3
+    return 4 * (6 * parameters + activations)
 
 
 def check_device(config: Config) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .errors import exists
+
 METRICS = "metrics.jsonl"
 
 
@@ -17,7 +19,7 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
     when it resumes).
     """
     path = Path(run_dir) / METRICS
-    if not path.exists():
+    if not exists(path):
         return []
     records = []
     for line in path.read_text(errors="replace").splitlines():

@@ -63,9 +63,11 @@ class NetworkConfig:
     with the field's default (the network it describes).
     """
 
-    blocks: int = field(default=4, metadata={"help": "residual blocks", "low": 1})
-    channels: int = field(default=64, metadata={"help": "convolution channels in the trunk", "low": 1})
-    value_hidden: int = field(default=64, metadata={"help": "units of the value head's hidden layer", "low": 1})
+    blocks: int = field(default=4, metadata={"help": "residual blocks", "low": 1, "high": 1000})
+    channels: int = field(default=64, metadata={"help": "convolution channels in the trunk", "low": 1,
+                                                "high": 65536})
+    value_hidden: int = field(default=64, metadata={"help": "units of the value head's hidden layer", "low": 1,
+                                                    "high": 1 << 20})
     value_head: str = field(default="scalar", metadata={
         "help": "value output: scalar (tanh, squared error) or wdl (win/draw/loss logits, cross-entropy; "
                 "value = P(win) - P(loss))", "choices": VALUE_HEADS})

@@ -8,20 +8,24 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .errors import UserError
+from .errors import UserError, exists
 from .metrics import METRICS, read_metrics
+
+
+PLOT_LIMIT = 1e9  # minutes or Elo beyond this are no run's (the axes' arithmetic would overflow on 1e308)
 
 
 def read_elo(run_dir: Path) -> list[tuple[float, float, float, float]]:
     """(minutes, elo, low, high) of every evaluation in the run (a record without all four numbers,
-    e.g. one edited by hand, is left out)."""
+    or with one no run makes, beyond +-PLOT_LIMIT, e.g. one edited by hand, is left out)."""
     path = Path(run_dir) / METRICS
-    if not path.exists():
+    if not exists(path):
         raise UserError(f"{path} not found: is {run_dir} a run folder?")
     keys = ("charts/hours", "eval/elo", "eval/elo_low", "eval/elo_high")
     points = [(record["charts/hours"] * 60, record["eval/elo"], record["eval/elo_low"], record["eval/elo_high"])
               for record in read_metrics(run_dir)
               if all(isinstance(record.get(key), (int, float)) and math.isfinite(record[key]) for key in keys)]
+    points = [point for point in points if all(abs(value) <= PLOT_LIMIT for value in point)]
     if not points:
         raise UserError(f"{run_dir} has no evaluations yet")
     return points

@@ -141,7 +141,13 @@ def test_a_damaged_state_file_or_an_out_that_is_a_file_is_one_clear_error(tmp_pa
     folder = tmp_path / "out"
     Ablation(folder, plan()).save()
     text = (folder / "ablation.json").read_text()
-    for damage in (text[:100], "", "[1, 2]", '{"runs": {}}', text.replace('"arms"', '"arms_"')):
+    state = json.loads(text)
+    # valid JSON of the right outline, with values of the wrong type (a traceback when continued, before)
+    wrong = [{**state, "plan": {**state["plan"], "seeds": 5}}, {**state, "plan": {**state["plan"], "games": "40"}},
+             {**state, "runs": {"base-seed0": None}}, {**state, "runs": {"base-seed0": {"trained": 1, "results": {}}}},
+             {**state, "runs": {"base-seed0": {"trained": True, "results": {"uct:100": [0.5]}}}}]
+    for damage in (text[:100], "", "[1, 2]", '{"runs": {}}', text.replace('"arms"', '"arms_"'),
+                   *(json.dumps(each) for each in wrong)):
         (folder / "ablation.json").write_text(damage)
         with pytest.raises(UserError, match=r"ablation.json is damaged \(.*\); restore it from a copy"):
             Ablation.open(folder)
@@ -244,7 +250,9 @@ def test_plot_elo_draws_a_runs_evaluations_and_refuses_a_folder_without_any(tmp_
     records = [{"iteration": 1, "charts/hours": 0.1}, {"iteration": 2, "charts/hours": 0.2, "eval/elo": 0.0,
                                                         "eval/elo_low": -80.0, "eval/elo_high": 80.0},
                {"iteration": 3, "charts/hours": 0.5, "eval/elo": 250.0, "eval/elo_low": 150.0, "eval/elo_high": 350.0},
-               {"iteration": 4, "charts/hours": 0.6, "eval/elo": "high"}]  # (edited by hand: left out)
+               {"iteration": 4, "charts/hours": 0.6, "eval/elo": "high"},  # (edited by hand: left out)
+               {"iteration": 5, "charts/hours": 1e307, "eval/elo": 1.0, "eval/elo_low": -1e308,
+                "eval/elo_high": 1e308}]  # (finite, but its minutes overflowed the axes: left out)
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records) + "not json\n")
     out = run_here("plot_elo.py", str(run_dir), "--title", "tiny <run>")
     assert out.returncode == 0 and out.stdout.strip() == str(run_dir / "elo.svg"), out.stderr
@@ -259,6 +267,8 @@ def test_plot_elo_draws_a_runs_evaluations_and_refuses_a_folder_without_any(tmp_
     assert out.returncode == 2 and out.stderr.strip().endswith("has no evaluations yet") and "Traceback" not in out.stderr
     out = run_here("plot_elo.py", str(tmp_path / "nowhere"), "-o", str(tmp_path / "b.svg"))
     assert out.returncode == 2 and "is " + str(tmp_path / "nowhere") + " a run folder?" in out.stderr
+    out = run_here("plot_elo.py", str(tmp_path / ("x" * 300)), "-o", str(tmp_path / "b.svg"))
+    assert out.returncode == 2 and "File name too long" in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert not (tmp_path / "b.svg").exists()
 
 

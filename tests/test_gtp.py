@@ -209,6 +209,9 @@ def test_command_line_errors_are_one_line():
         make("gtp:gnugo", games.make("connect4"))
     with pytest.raises(UserError, match="needs the engine's command line"):
         make("gtp:", games.make("othello"))
+    for spec in ("gtp:gnugo 'unclosed", """gtp:'gnugo "--mode gtp'"""):  # the second: quoted as one word
+        with pytest.raises(UserError, match="cannot read the command .*No closing quotation"):
+            make(spec, games.make("othello"))
 
 
 # -- SGF ----------------------------------------------------------------------------------------------

@@ -492,6 +492,15 @@ def test_a_checkpoint_path_with_an_equals_sign_plays(tmp_path):
      f"cannot read the checkpoint /tmp/{'x' * 300}.pt: File name too long"),
     ("play.py", ["--checkpoint", f"/tmp/{'x' * 300}.pt"], "File name too long"),
     ("train.py", ["--game", "tictactoe", "--run-dir", f"/tmp/{'x' * 300}"], "--run-dir /tmp/xxx"),
+    ("train.py", ["--game", "x" * 300, "--help-config"], "no preset for game 'xxx"),
+    ("ablate.py", ["--out", f"/tmp/{'x' * 300}", "--dry-run"], "File name too long"),
+    ("ablate.py", ["--game", "tictactoe", "--arm", "base:", "--iterations", "1", "--out", f"/tmp/{'x' * 300}"],
+     "File name too long"),
+    ("gtp.py", ["--game", "go:size=5", "--player", "random", "--sgf", f"/tmp/{'x' * 300}"], "File name too long"),
+    ("evaluate.py", ["--game", "gomoku:size=5,k=4", "--a", "random", "--b", "random", "--sgf", f"/tmp/{'x' * 300}"],
+     "File name too long"),
+    ("plot_elo.py", [f"/tmp/{'x' * 300}"], "File name too long"),
+    ("play.py", ["--game", "othello", "--opponent", "gtp:'gnugo \"--mode gtp'"], "No closing quotation"),
 ])
 def test_absurd_command_line_values_are_one_line_errors(script, args, words):
     out = run_here(script, *args)

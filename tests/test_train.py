@@ -189,9 +189,19 @@ def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
             (["--config", str(tmp_path / "a-fifo")], "is not a config file (TOML): it is not a regular file"),
             (["--config", str(tmp_path / ("x" * 300))], "cannot read the config file"),
             (["--config", str(tmp_path / "big.toml")], "is over 1,048,576 bytes: not a config file"),
+            (["--config", str(tmp_path / "deep.toml")], "not valid TOML: arrays or tables nested too deeply"),
+            # sizes that overflowed or allocated without bound at the start, or in the first iteration
+            (["--game", "tictactoe", "--set", f"run.threads={10 ** 20}"], "out of range; allowed: 0..1024"),
+            (["--game", "tictactoe", "--set", "network.channels=1000000"], "out of range; allowed: 1..65536"),
+            (["--game", "tictactoe", "--set", "network.channels=60000"], "training needs about"),
+            (["--game", "tictactoe", "--set", "train.batch_size=100000000000"], "training needs about"),
+            (["--game", "tictactoe", "--set", "selfplay.positions_per_iteration=1000000000000"],
+             "for one iteration's samples"),
+            (["--game", "tictactoe", "--set", "train.sample_reuse=1e300"], "out of range; allowed: 0..1000"),
         ]
         os.mkfifo(tmp_path / "a-fifo")
         (tmp_path / "big.toml").write_text("# " + "x" * (1 << 20) + "\n")
+        (tmp_path / "deep.toml").write_text("[run]\nx = " + "[" * 3000 + "]" * 3000 + "\n")  # tomllib recursed
         for number, (args, message) in enumerate(cases):
             run_dir = tmp_path / f"never-{number}"
             out = run_here("train.py", *args, "--iterations", "1", "--run-dir", str(run_dir))

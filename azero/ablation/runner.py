@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from ..checkpoint import atomic_write_text
-from ..errors import UserError
+from ..errors import UserError, exists
 from ..metrics import read_metrics
 from .plan import Arm, Plan, judge_options
 from .report import write_report
@@ -65,18 +65,18 @@ class Ablation:
         self.folder, self.plan, self.log = Path(folder), plan, log
         self.terminated = False  # a SIGTERM came (sent to this process alone: the command in progress is told)
         self.state: dict = {"plan": plan.to_dict(), "runs": {}, "commands": []}
-        existing = next(path for path in (self.folder, *self.folder.absolute().parents) if path.exists())
+        existing = next(path for path in (self.folder, *self.folder.absolute().parents) if exists(path))
         if not existing.is_dir():
             raise UserError(f"--out {self.folder}: {existing} is a file, not a folder")
         path = self.folder / STATE
-        if path.exists():
+        if exists(path):
             saved, saved_plan = read_state(path)
             difference = plan.extends(saved_plan)
             if difference:
                 raise UserError(f"{self.folder} holds another ablation ({difference}); choose a new --out, or "
                                 f"give only --out {self.folder} to continue it")
             self.state["runs"], self.state["commands"] = saved["runs"], saved["commands"]
-        elif self.folder.exists() and any(self.folder.iterdir()):
+        elif exists(self.folder) and any(self.folder.iterdir()):
             raise UserError(f"{self.folder} exists and holds no {STATE}; choose a new --out")
         if not (SCRIPTS / "train.py").exists():
             raise UserError(f"ablations run the scripts of a source checkout ({SCRIPTS / 'train.py'} is missing)")
@@ -85,7 +85,7 @@ class Ablation:
     def open(folder: Path, *, log=print) -> "Ablation":
         """The ablation saved in `folder`, to continue it."""
         path = Path(folder) / STATE
-        if not path.exists():
+        if not exists(path):
             raise UserError(f"{path} not found: give the plan (--game, --arm, a budget) to start an ablation there")
         return Ablation(folder, read_state(path)[1], log=log)
 
@@ -319,10 +319,38 @@ def read_state(path: Path) -> tuple[dict, Plan]:
         if set(plan) - fields or {"preset", "arms", "seeds"} - set(plan) or not isinstance(plan["arms"], list) \
                 or not all(isinstance(arm, str) for arm in plan["arms"]):
             raise ValueError("its plan is not one this version wrote")
+        problem = _state_problem(plan, saved["runs"])
+        if problem:
+            raise ValueError(problem)
         return saved, Plan.from_dict(plan)
     except (OSError, ValueError) as error:  # (a bad arm is a UserError, a ValueError)
         reason = error.strerror if isinstance(error, OSError) else str(error)
         raise UserError(f"{path} is damaged ({reason}); restore it from a copy, or choose a new --out") from None
+
+
+# the types of a saved plan's values (JSON's: a whole number is an int, a list a list)
+_NUMBER, _WHOLE = (int, float), (int,)
+_PLAN_TYPES = {"preset": (str,), "minutes": (*_NUMBER, type(None)), "iterations": (*_WHOLE, type(None)),
+               "games": _WHOLE, "simulations": _WHOLE, "opening_plies": _WHOLE, "head_to_head": _WHOLE}
+_PLAN_LISTS = {"seeds": _WHOLE, "overrides": (str,), "yardsticks": (str,)}
+
+
+def _state_problem(plan: dict, runs: dict) -> str | None:
+    """What in a saved state (valid JSON of the right outline) is not of the type save() writes, or None."""
+    for key, kinds in _PLAN_TYPES.items():
+        if key in plan and (isinstance(plan[key], bool) or not isinstance(plan[key], kinds)):
+            return f"its plan's {key} is {plan[key]!r}"
+    for key, kinds in _PLAN_LISTS.items():
+        values = plan.get(key, [])
+        if not isinstance(values, list) or any(isinstance(v, bool) or not isinstance(v, kinds) for v in values):
+            return f"its plan's {key} is {values!r}"
+    for name, record in runs.items():
+        if not isinstance(record, dict) or not isinstance(record.get("trained"), bool) \
+                or not isinstance(record.get("results"), dict) \
+                or not all(isinstance(result, dict) for result in record["results"].values()) \
+                or not isinstance(record.get("head_to_head", {}), dict):
+            return f"its record of the run {name} is not one this version wrote"
+    return None
 
 
 def trained_minutes(run_dir: Path) -> float:

@@ -49,9 +49,9 @@ def protocol_streams():
 def writable_folder_problem(path: str) -> str | None:
     """Why files cannot be written into the folder `path` (made if missing), or None if they can."""
     folder = Path(path)
-    if folder.exists() and not folder.is_dir():
-        return "that is a file, not a folder"
     try:
+        if folder.exists() and not folder.is_dir():
+            return "that is a file, not a folder"
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder):
             pass

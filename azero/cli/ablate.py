@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import cli_entry
+from ..errors import cli_entry, exists
 from . import writable_folder_problem
 
 
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     planned = args.game or args.arm or args.minutes is not None or args.iterations is not None
     if planned:
         if not args.game:
-            parser.error("give --game PRESET with the arms" if not (args.out / "ablation.json").exists() else
+            parser.error("give --game PRESET with the arms" if not exists(args.out / "ablation.json") else
                          "continuing an ablation keeps its plan: give --out alone; to add arms or seeds, give the "
                          "whole plan again (--game, every --arm, the budget) with them")
         plan = make_plan(args.game, args.arm, _seeds("0" if args.seeds is None else args.seeds), minutes=args.minutes,

@@ -323,10 +323,10 @@ def make_gtp_player(command: str, game: Game) -> GTPPlayer:
     """`gtp:COMMAND` -> a GTPPlayer; the command line is split like a shell would (no shell runs)."""
     try:
         argv = shlex.split(command)
+        if len(argv) == 1 and any(c.isspace() for c in argv[0]):  # gtp:"prog --opt" quoted as one word
+            argv = shlex.split(argv[0])
     except ValueError as error:
         raise UserError(f"gtp: cannot read the command {command!r}: {error}") from None
-    if len(argv) == 1 and any(c.isspace() for c in argv[0]):  # gtp:"prog --opt" quoted as one word
-        argv = shlex.split(argv[0])
     if not argv:
         raise UserError('gtp needs the engine\'s command line, e.g. gtp:"gnugo --mode gtp --level 1"')
     program = shutil.which(argv[0]) or shutil.which(argv[0], path="/usr/games:/usr/local/games")
