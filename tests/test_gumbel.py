@@ -24,6 +24,7 @@ from azero.search.gumbel import _schedule_table, visit_schedule
 from azero.search.network_search import NetworkSearch
 from azero.search.selection import NodeView, completed_q, mixed_value, sigma
 from azero.selfplay import SelfPlay
+from networks import small_net
 
 TTT = games.make("tictactoe")
 
@@ -73,10 +74,53 @@ def test_the_schedule_table_is_built_with_tensors_as_visit_schedule_lists_it(mon
 
     expected = listed_schedule_table(considered, simulations)
     monkeypatch.setattr(module, "visit_schedule", lambda *args: pytest.fail("the table lists visit_schedule"))
-    table, runs = _schedule_table.__wrapped__(considered, simulations)
+    table, runs = module._build_schedule_table(considered, simulations)
     assert table.dtype == torch.float32 and runs.dtype == torch.long
     assert torch.equal(table, expected[0]) and torch.equal(runs, expected[1])
-    assert _schedule_table.cache_info().maxsize == 8
+    assert module._cached_schedule_table.cache_info().maxsize == 8
+
+
+def test_only_small_schedule_tables_are_kept_after_their_search(monkeypatch):
+    """An analysis request of millions of simulations built a table of gigabytes, and the
+    cache kept eight of them; now only tables up to CACHED_TABLE_ENTRIES are kept."""
+    import azero.search.gumbel as module
+
+    monkeypatch.setattr(module, "CACHED_TABLE_ENTRIES", 100)
+    module._cached_schedule_table.cache_clear()
+    big = _schedule_table(4, 50)  # 5 x 50 entries
+    assert module._cached_schedule_table.cache_info().currsize == 0
+    assert torch.equal(big[0], listed_schedule_table(4, 50)[0])
+    assert _schedule_table(4, 10) is _schedule_table(4, 10)  # 5 x 10: kept
+    assert module._cached_schedule_table.cache_info().currsize == 1
+    module._cached_schedule_table.cache_clear()
+
+
+def test_a_gumbel_tree_that_starts_small_grows_and_searches_as_a_whole_one(monkeypatch):
+    """A Gumbel search of more nodes than INITIAL_TREE_BYTES holds starts there and grows (an
+    analysis request with simulations=1000000 and seconds=0.01 allocated the whole tree first);
+    the search is the same."""
+    import azero.search as search_module
+
+    game = games.make("gomoku", size=5, k=4)
+    searcher = NetworkSearch(game, small_net(game), algorithm="gumbel")
+    states, keys = game.initial_state(2), make_keys(3, 2)
+    whole = searcher.gumbel_search(states, keys, 40, noise=True)
+    assert whole.tree.capacity == 41
+    import azero.search.gumbel as gumbel_module
+
+    sizes = []
+
+    def grow(tree, capacity):
+        sizes.append((tree.capacity, capacity))
+        return search_module.grow(tree, capacity)
+
+    monkeypatch.setattr(gumbel_module, "grow", grow)
+    monkeypatch.setattr(search_module, "INITIAL_TREE_BYTES", 1)  # start at MIN_NODES, then grow
+    monkeypatch.setattr(search_module, "MIN_NODES", 8)
+    grown = searcher.gumbel_search(states, keys, 40, noise=True)
+    assert sizes == [(8, 40), (40, 41)]  # 32 simulations a chunk, each adding at most a node
+    assert grown.tree.capacity == 41 and torch.equal(grown.tree.visits, whole.tree.visits)
+    assert torch.equal(grown.action, whole.action) and torch.allclose(grown.policy, whole.policy)
 
 
 def test_sigma_is_monotone_in_q_and_scales_with_visits_and_c_scale():

@@ -157,6 +157,12 @@ def test_malformed_lines_get_errors_and_the_brain_keeps_running():
     assert brain.ask(f"TAKEBACK {x},{y}") == "OK"
     assert brain.ask("BOARD\n1,1,1\n1,1,2\nDONE").startswith("ERROR")  # the same square twice
     assert brain.ask("BOARD\n" + "1,1,1\n" * 5000 + "DONE").startswith("ERROR more board lines than the 10x10")
+    # a long line is quoted by its start; swap2's block (lines up to DONE) gets one answer, at its DONE
+    answer = brain.ask("BOARD\n1,1," + "x" * 100_000 + "\nDONE")
+    assert answer.startswith("ERROR cannot read board line '1,1,xxx") and "(100,004 characters)" in answer
+    assert len(answer) < 200
+    assert brain.ask("SWAP2BOARD\n7,7\n8,8\n9,9\nDONE") == "UNKNOWN SWAP2BOARD: this brain does not play swap2 openings"
+    assert brain.ask("ABOUT").startswith('name="azero"')  # (was: the block's second line's UNKNOWN)
     brain.send("BOARD")
     brain.send("0,0,2")
     reply = brain.ask("DONE")

@@ -244,6 +244,31 @@ def test_gtp_plays_on_when_its_sgf_folder_goes_away(tmp_path, capsys):
     assert engine.handle("quit") is False and replies[-1] == "=\n\n"
 
 
+@pytest.mark.parametrize("ending", ["controller gone", "interrupted"])
+def test_gtp_writes_the_games_record_however_the_session_ends(tmp_path, ending):
+    from azero.protocols.gtp import serve
+
+    class Gone(io.StringIO):  # the controller's pipe closes while the engine thinks about genmove
+        def write(self, text):
+            if "genmove" in commands.getvalue()[:commands.tell()] and text.strip() not in ("", "="):
+                raise BrokenPipeError(32, "Broken pipe")
+            return super().write(text)
+
+    class Interrupted(io.StringIO):  # ^C after genmove's answer
+        def readline(self, *args):
+            if "genmove" in self.getvalue()[:self.tell()]:
+                raise KeyboardInterrupt
+            return super().readline(*args)
+
+    engine, _ = gtp()
+    engine.sgf_folder = tmp_path
+    commands = (Interrupted if ending == "interrupted" else io.StringIO)("play b c3\ngenmove w\nplay b d4\n")
+    with pytest.raises(BrokenPipeError if ending == "controller gone" else KeyboardInterrupt):
+        serve(engine, commands, Gone() if ending == "controller gone" else io.StringIO())
+    records = list(tmp_path.glob("gtp-*.sgf"))  # was: none (only quit and the end of input saved it)
+    assert len(records) == 1 and ";B[cc];W[" in records[0].read_text()
+
+
 def test_gtp_game_records_of_two_engines_in_one_folder_do_not_replace_each_other(tmp_path, monkeypatch):
     from azero.protocols import gtp as gtp_module
 

@@ -424,10 +424,12 @@ def serve(engine: GTPEngine, source: TextIO, sink: TextIO) -> int:
         sink.flush()
 
     engine.write = write
-    for line in bounded_lines(source):
-        if isinstance(line, TooLong):
-            engine.refuse(line)
-        elif not engine.handle(line):
-            return 0
-    engine.finish()
-    return 0
+    try:
+        for line in bounded_lines(source):
+            if isinstance(line, TooLong):
+                engine.refuse(line)
+            elif not engine.handle(line):
+                return 0
+        return 0
+    finally:  # however the session ends (quit, the end of input, a controller gone mid-answer, ^C): its record
+        engine.finish()

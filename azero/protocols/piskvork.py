@@ -60,6 +60,12 @@ def check_brain_game(game: games.Game) -> None:
         raise UserError(f"{game.spec} is not five-in-a-row gomoku, the game a Piskvork brain plays")
 
 
+def shown(text: str, most: int = 40) -> str:
+    """A line as an error quotes it: its first `most` characters (a line may be 1,000,000 long)."""
+    text = text.strip()
+    return repr(text) if len(text) <= most else repr(text[:most]) + f"... ({len(text):,} characters)"
+
+
 class Brain:
     def __init__(self, make_engine: Callable[[games.Game], Engine], *, fixed: games.Game | None = None,
                  write: Callable[[str], None] = print):
@@ -74,9 +80,10 @@ class Brain:
         self.board: dict[tuple[int, int], int] = {}  # (x, y) -> 1 own stone, 2 opponent's
         self.timeout_turn = 5.0
         self.time_left: float | None = None
-        self.in_board = False
-        self.board_lines: list[str] = []
-        self.board_problem: str | None = None  # a BOARD line refused, said at DONE
+        self.in_board = False  # inside a block of lines that DONE ends: BOARD's, or SWAP2BOARD's
+        self.block = "BOARD"
+        self.board_lines: list[tuple[tuple[int, int], int]] = []  # BOARD's squares and owners, read as they come
+        self.board_problem: str | None = None  # the first BOARD line refused, said at DONE
 
     # -- the game ---------------------------------------------------------------------------------
     def _game(self) -> games.Game:
@@ -102,7 +109,7 @@ class Brain:
         line has (2 for TURN, PLAY and TAKEBACK, 3 for a BOARD line's x,y,field)."""
         parts = [p.strip() for p in text.split(",")]
         if len(parts) != fields or not all(is_whole_number(p.removeprefix("-")) for p in parts[:2]):
-            raise GameError(f"cannot read coordinates {text.strip()!r}; write x,y")
+            raise GameError(f"cannot read coordinates {shown(text)}; write x,y")
         x, y = int(parts[0]), int(parts[1])
         if not (0 <= x < self.width and 0 <= y < self.height):
             raise GameError(f"{x},{y} is off the {self.width}x{self.height} board")
@@ -205,9 +212,10 @@ class Brain:
                 raise GameError(f"{square[0]},{square[1]} is empty")
             del self.board[square]
             self.write("OK")
-        elif command == "BOARD":
-            self._need_start()
-            self.in_board, self.board_lines, self.board_problem = True, [], None
+        elif command in ("BOARD", "SWAP2BOARD"):  # lines up to DONE follow either (swap2's: its opening's moves)
+            if command == "BOARD":
+                self._need_start()
+            self.in_board, self.block, self.board_lines, self.board_problem = True, command, [], None
         elif command == "INFO":
             self._info(rest)
         elif command == "ABOUT":
@@ -215,7 +223,7 @@ class Brain:
         elif command == "END":
             return False
         else:
-            self.write(f"UNKNOWN command {command!r}; this brain knows START, RECTSTART, RESTART, BEGIN, TURN, "
+            self.write(f"UNKNOWN command {shown(command)}; this brain knows START, RECTSTART, RESTART, BEGIN, TURN, "
                        "BOARD, INFO, TAKEBACK, PLAY, ABOUT, END")
         return True
 
@@ -223,34 +231,46 @@ class Brain:
         """A line too long to read: ERROR at once, or inside BOARD at its DONE (the manager
         waits for no answer before then)."""
         if self.in_board:
-            self.board_problem = self.board_problem or line.message
+            self.board_problem = self.board_problem or f"BOARD: {line.message}"
         else:
             self.write(f"ERROR {line.message}")
 
     def _board_line(self, text: str) -> bool:
+        """A line inside BOARD or SWAP2BOARD: each BOARD line is read as it comes (a square and its
+        owner kept, or the first problem), and the position is set up and played at DONE."""
         if text.upper() != "DONE":
-            if len(self.board_lines) <= self.width * self.height:  # one more marks too many; the rest waits for DONE
-                self.board_lines.append(text)
+            if self.block == "BOARD" and self.board_problem is None:
+                try:
+                    self.board_lines.append(self._board_entry(text))
+                except GameError as error:
+                    self.board_problem = str(error)
             return True
         self.in_board = False
+        if self.block == "SWAP2BOARD":  # one answer for the whole block, at its DONE
+            self.write("UNKNOWN SWAP2BOARD: this brain does not play swap2 openings")
+            return True
         saved = dict(self.board)
         self.board.clear()
         try:
             if self.board_problem:
-                raise GameError(f"BOARD: {self.board_problem}")
-            if len(self.board_lines) > self.width * self.height:
-                raise GameError(f"more board lines than the {self.width}x{self.height} board's "
-                                f"{self.width * self.height} squares")
-            for line in self.board_lines:
-                parts = [p.strip() for p in line.split(",")]
-                if len(parts) != 3 or parts[2] not in ("1", "2", "3"):
-                    raise GameError(f"cannot read board line {line!r}; write x,y,field with field 1, 2 or 3")
-                self._place(self._square(line, fields=3), 1 if parts[2] == "1" else 2)
+                raise GameError(self.board_problem)
+            for square, owner in self.board_lines:
+                self._place(square, owner)
             self._move()
         except BaseException:
             self.board = saved
             raise
         return True
+
+    def _board_entry(self, line: str) -> tuple[tuple[int, int], int]:
+        """A BOARD line x,y,field read: the square and its owner (1 the brain's stones, 2 the other's)."""
+        if len(self.board_lines) >= self.width * self.height:
+            raise GameError(f"more board lines than the {self.width}x{self.height} board's "
+                            f"{self.width * self.height} squares")
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 3 or parts[2] not in ("1", "2", "3"):
+            raise GameError(f"cannot read board line {shown(line)}; write x,y,field with field 1, 2 or 3")
+        return self._square(line, fields=3), 1 if parts[2] == "1" else 2
 
     def _info(self, rest: str) -> None:
         key, _, value = rest.partition(" ")

@@ -22,6 +22,13 @@ from .tree import Tree, grow, new_tree, node_bytes
 INITIAL_TREE_BYTES = 64 << 20  # a search's tree starts at most this big, then grows with its simulations
 MIN_NODES = 64  # and holds at least this many nodes
 
+
+def start_capacity(batch: int, per_node: int, needed: int) -> int:
+    """The nodes a tree for `needed` starts with: all of them if they fit in INITIAL_TREE_BYTES,
+    else what does (at least MIN_NODES); a search grows it as its simulations add nodes."""
+    return min(needed, max(INITIAL_TREE_BYTES // (batch * per_node), MIN_NODES))
+
+
 __all__ = [
     "CRITERIA",
     "PUCT",
@@ -74,7 +81,7 @@ def search(
     with_prior = rule.uses_prior
     per_node = node_bytes(roots, game.num_actions, with_prior)
     memory.check_tree_size(roots.batch_size, needed, per_node)
-    capacity = min(needed, max(INITIAL_TREE_BYTES // (roots.batch_size * per_node), MIN_NODES))
+    capacity = start_capacity(roots.batch_size, per_node, needed)
     tree = new_tree(game, roots, capacity=capacity, keys=keys, root_prior=root_prior, with_prior=with_prior,
                     reuse=reuse)
     done = 0
@@ -127,7 +134,7 @@ def search_with_budget(
         memory.check_tree_size(roots.batch_size, simulations + 1, per_node)
     most = simulations + 1 if simulations is not None else memory.max_nodes(roots.batch_size, per_node)
     wanted = simulations + 1 if simulations is not None else 1024
-    capacity = min(most, wanted, max(INITIAL_TREE_BYTES // (roots.batch_size * per_node), MIN_NODES))
+    capacity = start_capacity(roots.batch_size, per_node, min(most, wanted))
     if reuse is not None and reuse.batch_size == roots.batch_size:  # a timed search's last tree: its size again
         capacity = max(capacity, min(most, reuse.capacity))
     tree = new_tree(game, roots, capacity, keys, root_prior=root_prior, with_prior=rule.uses_prior, reuse=reuse)

@@ -37,7 +37,7 @@ from games.random import uniform
 from . import kernels
 from .engine import Evaluator, simulate
 from .selection import Gumbel, NodeView
-from .tree import ROOT, Tree
+from .tree import ROOT, Tree, grow
 
 
 def visit_schedule(considered: int, simulations: int) -> tuple[int, ...]:
@@ -91,14 +91,30 @@ def _schedule_row(considered: int, simulations: int) -> tuple[torch.Tensor, torc
     return levels, runs
 
 
-@lru_cache(maxsize=8)
+CACHED_TABLE_ENTRIES = 1 << 20  # tables up to this many entries (12 MB) are kept for the next search
+
+
 def _schedule_table(considered: int, simulations: int) -> tuple[torch.Tensor, torch.Tensor]:
     """float [considered + 1, simulations]: row c is visit_schedule(c, simulations) (row 0
     unused); and long, the same shape: how many entries from each one on, itself included,
     have its value (what is left of its round).
 
     Its size is considered x simulations: callers ask for at most the game's action count
-    of rows (gumbel_search), since no root considers more moves than it has."""
+    of rows (gumbel_search), since no root considers more moves than it has. The 8 last
+    small tables are kept (self-play asks for the same one every move); a larger one (an
+    analysis request of millions of simulations) is built for its search alone, not held
+    after it."""
+    if (considered + 1) * simulations <= CACHED_TABLE_ENTRIES:
+        return _cached_schedule_table(considered, simulations)
+    return _build_schedule_table(considered, simulations)
+
+
+@lru_cache(maxsize=8)
+def _cached_schedule_table(considered: int, simulations: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return _build_schedule_table(considered, simulations)
+
+
+def _build_schedule_table(considered: int, simulations: int) -> tuple[torch.Tensor, torch.Tensor]:
     table = torch.empty((considered + 1, simulations), dtype=torch.float32)
     runs = torch.empty((considered + 1, simulations), dtype=torch.long)
     for c in range(considered + 1):
@@ -248,6 +264,8 @@ def gumbel_search(
     searched = 0
     while True:
         step = min(chunk, simulations - searched)
+        if int(tree.next_node.max()) + step > tree.capacity:  # a tree that started small grows (each simulation
+            tree = grow(tree, min(simulations + 1, max(2 * tree.capacity, tree.capacity + step)))  # adds a node)
         simulate(tree, game, evaluator, rule, step, parallel=parallel, root_action=next_root_actions)
         searched += step
         if on_progress is not None:

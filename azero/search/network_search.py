@@ -24,7 +24,8 @@ from games import Game, State, sample_uniform_legal
 from games.random import fold, make_keys
 
 from ..network import NetworkEvaluator, PolicyValueNet
-from . import PUCT, Gumbel, GumbelResult, Tree, gumbel_noise, gumbel_search, memory, new_tree, node_bytes, simulate
+from . import (PUCT, Gumbel, GumbelResult, Tree, gumbel_noise, gumbel_search, memory, new_tree, node_bytes, simulate,
+               start_capacity)
 
 ALGORITHMS = ("puct", "gumbel")
 
@@ -109,9 +110,11 @@ class NetworkSearch:
         precision at the larger batches, NetworkEvaluator)."""
         if not isinstance(self.rule, Gumbel):
             raise ValueError("gumbel_search needs NetworkSearch(algorithm='gumbel')")
-        memory.check_tree_size(states.batch_size, simulations + 1,
-                               node_bytes(states, self.game.num_actions, with_prior=True))
-        tree = self.fresh_tree(states, keys, simulations + 1)
+        per_node = node_bytes(states, self.game.num_actions, with_prior=True)
+        memory.check_tree_size(states.batch_size, simulations + 1, per_node)
+        # a tree of millions of nodes starts smaller and grows with the simulations made (a
+        # search with a deadline makes few of them)
+        tree = self.fresh_tree(states, keys, start_capacity(states.batch_size, per_node, simulations + 1))
         actions = self.game.num_actions
         gumbel = gumbel_noise(fold(keys, 0x6B5E), actions) if noise else torch.zeros(states.batch_size, actions)
         return gumbel_search(tree, self.game, self.evaluator, self.rule, simulations, gumbel.to(tree.prior.device),
