@@ -177,13 +177,16 @@ def check_new_run(config: Config) -> games.Game:
         raise UserError(f"selfplay.positions_per_iteration={positions:,} needs {memory.size_text(sample * positions)} "
                         f"for one iteration's samples, over half this machine's memory ({memory.size_text(half)}); "
                         f"at most {half // sample:,} fit")
-    needed = training_bytes(config, game)
-    if needed > half:
+    needed, limit, where = training_bytes(config, game), half, "this machine's memory"
+    if config.run.device.startswith("cuda"):  # (check_device found it) the training's memory is the GPU's
+        limit = torch.cuda.get_device_properties(torch.device(config.run.device)).total_memory // 2
+        where = f"{config.run.device}'s memory"
+    if needed > limit:
         network, train = config.network, config.train
         raise UserError(f"network.blocks={network.blocks}, network.channels={network.channels:,} with "
                         f"train.batch_size={train.batch_size:,}: training needs about {memory.size_text(needed)} (the "
-                        f"network, its gradients and optimizer state, one batch's activations), over half this "
-                        f"machine's memory ({memory.size_text(half)})")
+                        f"network, its gradients and optimizer state, one batch's activations), over half "
+                        f"{where} ({memory.size_text(limit)})")
     check_opening(game, config.evaluation.opening_plies)
     try:
         check_opening(game, config.selfplay.opening_plies)

@@ -218,10 +218,12 @@ def write_match(folder: str | Path, game: Game, match) -> list[Path]:
             fault("sgf", str(path))
             write_sgf(path, game, record.actions, black=record.first, white=record.second, result=re_value,
                       comment=f"{match.a} vs {match.b}, game {number} of {total}")
-        except OSError as error:
+        except BaseException as error:  # (a ^C or a bug too: no empty record left behind)
             if claimed:  # the empty file that held the number
                 path.unlink(missing_ok=True)
-            raise MatchRecordsError(paths, total, path, error) from error
+            if isinstance(error, OSError):
+                raise MatchRecordsError(paths, total, path, error) from error
+            raise
         paths.append(path)
         first += 1
     return paths

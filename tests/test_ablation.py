@@ -145,7 +145,8 @@ def test_a_damaged_state_file_or_an_out_that_is_a_file_is_one_clear_error(tmp_pa
     # valid JSON of the right outline, with values of the wrong type (a traceback when continued, before)
     wrong = [{**state, "plan": {**state["plan"], "seeds": 5}}, {**state, "plan": {**state["plan"], "games": "40"}},
              {**state, "runs": {"base-seed0": None}}, {**state, "runs": {"base-seed0": {"trained": 1, "results": {}}}},
-             {**state, "runs": {"base-seed0": {"trained": True, "results": {"uct:100": [0.5]}}}}]
+             {**state, "runs": {"base-seed0": {"trained": True, "results": {"uct:100": [0.5]}}}},
+             {**state, "commands": [1]}]
     for damage in (text[:100], "", "[1, 2]", '{"runs": {}}', text.replace('"arms"', '"arms_"'),
                    *(json.dumps(each) for each in wrong)):
         (folder / "ablation.json").write_text(damage)

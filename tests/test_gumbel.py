@@ -95,16 +95,50 @@ def test_only_small_schedule_tables_are_kept_after_their_search(monkeypatch):
     module._cached_schedule_table.cache_clear()
 
 
+@pytest.mark.parametrize("considered, simulations, start, stop", [
+    (16, 200, 0, 200), (16, 200, 37, 101), (5, 50, 49, 50), (1, 30, 3, 9), (2, 7, 0, 3), (7, 1000, 640, 1000)])
+def test_a_window_of_the_schedule_table_is_those_columns_of_the_whole(considered, simulations, start, stop):
+    from azero.search.gumbel import _build_schedule_table
+
+    table, runs = _build_schedule_table(considered, simulations)
+    part, part_runs = _build_schedule_table(considered, simulations, start, stop)
+    assert torch.equal(part, table[:, start:stop]) and torch.equal(part_runs, runs[:, start:stop])
+
+
+def test_a_search_holding_its_schedule_a_window_at_a_time_is_the_same_search(monkeypatch):
+    """A search of millions of simulations built its whole schedule table (gigabytes) before its
+    first simulation, even with a deadline; now it holds SCHEDULE_WINDOW columns at a time."""
+    import azero.search.gumbel as gumbel_module
+
+    game = games.make("gomoku", size=5, k=4)
+    searcher = NetworkSearch(game, small_net(game), algorithm="gumbel")
+    states, keys = game.initial_state(3), make_keys(5, 3)
+    whole = searcher.gumbel_search(states, keys, 100, noise=True)
+    built = []
+    monkeypatch.setattr(gumbel_module, "CACHED_TABLE_ENTRIES", 10)
+    monkeypatch.setattr(gumbel_module, "SCHEDULE_WINDOW", 40)
+
+    def columns(considered, simulations, start, stop):
+        built.append((start, stop))
+        return gumbel_module._build_schedule_table(considered, simulations, start, stop)
+
+    monkeypatch.setattr(gumbel_module, "schedule_columns", columns)
+    windowed = searcher.gumbel_search(states, keys, 100, noise=True)
+    assert built == [(0, 40), (32, 72), (64, 100)]  # chunks of 32 simulations
+    assert torch.equal(windowed.tree.visits, whole.tree.visits) and torch.equal(windowed.action, whole.action)
+    assert torch.allclose(windowed.policy, whole.policy)
+
+
 def test_a_gumbel_tree_that_starts_small_grows_and_searches_as_a_whole_one(monkeypatch):
-    """A Gumbel search of more nodes than INITIAL_TREE_BYTES holds starts there and grows (an
-    analysis request with simulations=1000000 and seconds=0.01 allocated the whole tree first);
-    the search is the same."""
+    """A Gumbel search that may stop early, of more nodes than INITIAL_TREE_BYTES holds, starts
+    there and grows (an analysis request with simulations=1000000 and seconds=0.01 allocated the
+    whole tree first); the search is the same. One without a stop gets its whole tree at once."""
     import azero.search as search_module
 
     game = games.make("gomoku", size=5, k=4)
     searcher = NetworkSearch(game, small_net(game), algorithm="gumbel")
     states, keys = game.initial_state(2), make_keys(3, 2)
-    whole = searcher.gumbel_search(states, keys, 40, noise=True)
+    whole = searcher.gumbel_search(states, keys, 40, noise=True, should_stop=lambda: False)
     assert whole.tree.capacity == 41
     import azero.search.gumbel as gumbel_module
 
@@ -117,7 +151,9 @@ def test_a_gumbel_tree_that_starts_small_grows_and_searches_as_a_whole_one(monke
     monkeypatch.setattr(gumbel_module, "grow", grow)
     monkeypatch.setattr(search_module, "INITIAL_TREE_BYTES", 1)  # start at MIN_NODES, then grow
     monkeypatch.setattr(search_module, "MIN_NODES", 8)
-    grown = searcher.gumbel_search(states, keys, 40, noise=True)
+    assert searcher.gumbel_search(states, keys, 40, noise=True).tree.capacity == 41  # no deadline: all at once
+    assert sizes == []
+    grown = searcher.gumbel_search(states, keys, 40, noise=True, should_stop=lambda: False)  # (a deadline's kind)
     assert sizes == [(8, 40), (40, 41)]  # 32 simulations a chunk, each adding at most a node
     assert grown.tree.capacity == 41 and torch.equal(grown.tree.visits, whole.tree.visits)
     assert torch.equal(grown.action, whole.action) and torch.allclose(grown.policy, whole.policy)

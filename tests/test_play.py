@@ -141,6 +141,8 @@ def test_referee_plays_complete_games_between_two_brains():
 def test_malformed_lines_get_errors_and_the_brain_keeps_running():
     brain = BrainProcess("--player", "uct:50")
     assert brain.ask("TURN 3,3").startswith("ERROR")  # out of order: no START yet
+    assert brain.ask("BOARD\n1,1,1\n2,2,2\nDONE") == "ERROR no game: send START first"  # one answer, at DONE
+    assert brain.ask("ABOUT").startswith('name="azero"')
     assert brain.ask("BEGIN").startswith("ERROR")
     assert brain.ask("START 3").startswith("ERROR")  # unsupported size
     assert brain.ask("START 10") == "OK"

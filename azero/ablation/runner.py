@@ -319,7 +319,7 @@ def read_state(path: Path) -> tuple[dict, Plan]:
         if set(plan) - fields or {"preset", "arms", "seeds"} - set(plan) or not isinstance(plan["arms"], list) \
                 or not all(isinstance(arm, str) for arm in plan["arms"]):
             raise ValueError("its plan is not one this version wrote")
-        problem = _state_problem(plan, saved["runs"])
+        problem = _state_problem(plan, saved["runs"], saved["commands"])
         if problem:
             raise ValueError(problem)
         return saved, Plan.from_dict(plan)
@@ -335,8 +335,10 @@ _PLAN_TYPES = {"preset": (str,), "minutes": (*_NUMBER, type(None)), "iterations"
 _PLAN_LISTS = {"seeds": _WHOLE, "overrides": (str,), "yardsticks": (str,)}
 
 
-def _state_problem(plan: dict, runs: dict) -> str | None:
-    """What in a saved state (valid JSON of the right outline) is not of the type save() writes, or None."""
+def _state_problem(plan: dict, runs: dict, commands: list) -> str | None:
+    """What in a saved state (valid JSON of the right outline) is not of the type save() writes,
+    or None: the plan's values, each run's record (the results themselves, engines' JSON, are
+    not looked into) and each command's."""
     for key, kinds in _PLAN_TYPES.items():
         if key in plan and (isinstance(plan[key], bool) or not isinstance(plan[key], kinds)):
             return f"its plan's {key} is {plan[key]!r}"
@@ -350,6 +352,8 @@ def _state_problem(plan: dict, runs: dict) -> str | None:
                 or not all(isinstance(result, dict) for result in record["results"].values()) \
                 or not isinstance(record.get("head_to_head", {}), dict):
             return f"its record of the run {name} is not one this version wrote"
+    if not all(isinstance(entry, dict) and isinstance(entry.get("command"), str) for entry in commands):
+        return "its list of the commands run is not one this version wrote"
     return None
 
 

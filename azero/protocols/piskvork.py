@@ -213,9 +213,9 @@ class Brain:
             del self.board[square]
             self.write("OK")
         elif command in ("BOARD", "SWAP2BOARD"):  # lines up to DONE follow either (swap2's: its opening's moves)
-            if command == "BOARD":
-                self._need_start()
             self.in_board, self.block, self.board_lines, self.board_problem = True, command, [], None
+            if command == "BOARD" and self.engine is None:  # said once, at DONE, as any problem of the block
+                self.board_problem = "no game: send START first"
         elif command == "INFO":
             self._info(rest)
         elif command == "ABOUT":

@@ -63,28 +63,33 @@ def visit_schedule(considered: int, simulations: int) -> tuple[int, ...]:
     return tuple(sequence[:simulations])
 
 
-def _schedule_row(considered: int, simulations: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """visit_schedule(considered, simulations) as a long tensor [simulations], built a phase
-    at a time, and long [simulations]: how many entries from each one on, itself included,
-    have its value (what is left of its round).
+def _schedule_row(considered: int, simulations: int, start: int = 0,
+                  stop: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """visit_schedule(considered, simulations)[start:stop] as a long tensor, built a phase
+    at a time, and long, the same length: how many entries from each one on, itself
+    included, have its value (what is left of its round).
 
     A phase of width w and r rounds is the block of levels level .. level + r - 1, each w
     times (torch.arange(level, level + r).repeat_interleave(w)), cut at `simulations`; entry
     i of the block has min(w - i % w, size - i) left of its round. Once the width is 2 (or a
-    single move's 1) every later phase is alike, so the rest of the row is one block.
+    single move's 1) every later phase is alike, so the rest of the row is one block. Only
+    the part of each block inside [start, stop) is built.
     """
-    levels, runs = torch.empty(simulations, dtype=torch.long), torch.empty(simulations, dtype=torch.long)
+    stop = simulations if stop is None else stop
+    levels, runs = torch.empty(stop - start, dtype=torch.long), torch.empty(stop - start, dtype=torch.long)
     phases = math.ceil(math.log2(considered)) if considered > 1 else 1
     level, width, filled = 0, max(1, considered), 0
-    while filled < simulations:
+    while filled < stop:
         if width <= 2:  # this phase and every later one: rounds of the last moves to the end
             rounds = -(-(simulations - filled) // width)
         else:
             rounds = max(1, simulations // (phases * width))
         size = min(rounds * width, simulations - filled)
-        i = torch.arange(size)
-        levels[filled:filled + size] = level + i // width
-        runs[filled:filled + size] = torch.minimum(width - i % width, size - i)
+        low, high = max(filled, start), min(filled + size, stop)
+        if low < high:
+            i = torch.arange(low - filled, high - filled)
+            levels[low - start:high - start] = level + i // width
+            runs[low - start:high - start] = torch.minimum(width - i % width, size - i)
         filled += size
         level += rounds
         width = max(2, width // 2)
@@ -92,6 +97,7 @@ def _schedule_row(considered: int, simulations: int) -> tuple[torch.Tensor, torc
 
 
 CACHED_TABLE_ENTRIES = 1 << 20  # tables up to this many entries (12 MB) are kept for the next search
+SCHEDULE_WINDOW = 1 << 16  # columns of a larger table a search holds at once (13 MB at 16 moves)
 
 
 def _schedule_table(considered: int, simulations: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -114,12 +120,24 @@ def _cached_schedule_table(considered: int, simulations: int) -> tuple[torch.Ten
     return _build_schedule_table(considered, simulations)
 
 
-def _build_schedule_table(considered: int, simulations: int) -> tuple[torch.Tensor, torch.Tensor]:
-    table = torch.empty((considered + 1, simulations), dtype=torch.float32)
-    runs = torch.empty((considered + 1, simulations), dtype=torch.long)
+def _build_schedule_table(considered: int, simulations: int, start: int = 0,
+                          stop: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """_schedule_table's columns start .. stop - 1 (all of them by default)."""
+    stop = simulations if stop is None else stop
+    table = torch.empty((considered + 1, stop - start), dtype=torch.float32)
+    runs = torch.empty((considered + 1, stop - start), dtype=torch.long)
     for c in range(considered + 1):
-        table[c], runs[c] = _schedule_row(c, simulations)
+        table[c], runs[c] = _schedule_row(c, simulations, start, stop)
     return table, runs
+
+
+def schedule_columns(considered: int, simulations: int, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The schedule table's columns start .. stop - 1: the whole table (kept when small), or a
+    window of a large one (a search of millions of simulations holds SCHEDULE_WINDOW columns at
+    a time, so one stopped by its deadline builds little of it)."""
+    if start == 0 and stop == simulations:
+        return _schedule_table(considered, simulations)
+    return _build_schedule_table(considered, simulations, start, stop)
 
 
 def gumbel_noise(keys: torch.Tensor, actions: int) -> torch.Tensor:
@@ -231,7 +249,9 @@ def gumbel_search(
     should_stop: Callable[[], bool] | None = None,
 ) -> GumbelResult:
     """Run `simulations` simulations of Gumbel AlphaZero in each tree (fresh trees with priors
-    and root values; in place) and return the move and the training target of each.
+    and root values) and return the move and the training target of each. The search is in
+    place, but a tree with room for fewer than simulations + 1 nodes is replaced by a larger
+    copy as it fills: read the searched trees from `result.tree`.
 
     gumbel: float [B, A], the root noise g (gumbel_noise; zeros for the best move); considered:
     m, the root moves sampled; parallel: the simulations of one round of the schedule (one
@@ -249,13 +269,18 @@ def gumbel_search(
         raise ValueError("a Gumbel search starts from fresh trees (its schedule counts the root's visits from 0)")
     # no root considers more moves than the game has (considered_counts): the table needs no more rows
     rows = min(considered, tree.legal.shape[-1])
-    table, runs = (t.to(tree.visits.device) for t in _schedule_table(rows, simulations))
     counts = considered_counts(tree.legal[:, ROOT], considered)
     done = torch.zeros(tree.batch_size, dtype=torch.long, device=tree.visits.device)  # each tree's simulations
     chunk = max(chunk, parallel)
+    # the schedule's columns held: all of a small table, else a window from the first simulation of
+    # a chunk on (every tree has made `searched` simulations when a chunk begins, fewer than
+    # searched + step when it ends)
+    whole = (rows + 1) * simulations <= CACHED_TABLE_ENTRIES
+    width = simulations if whole else max(SCHEDULE_WINDOW, chunk)
+    first, table, runs = 0, None, None
 
     def next_root_actions(budget: torch.Tensor) -> torch.Tensor:
-        at = done.clamp(max=simulations - 1)  # (a tree with its simulations done has budget 0)
+        at = done.clamp(max=simulations - 1) - first  # (a tree with its simulations done has budget 0)
         lengths = torch.minimum(runs[counts, at], budget.to(done.device))  # what is left of each tree's round
         actions = round_actions(tree, rule, gumbel, table[counts, at], lengths, parallel)
         done.add_(lengths)
@@ -264,6 +289,10 @@ def gumbel_search(
     searched = 0
     while True:
         step = min(chunk, simulations - searched)
+        if table is None or searched + step > first + table.shape[1]:
+            first = searched
+            table, runs = (t.to(tree.visits.device)
+                           for t in schedule_columns(rows, simulations, first, min(simulations, first + width)))
         if int(tree.next_node.max()) + step > tree.capacity:  # a tree that started small grows (each simulation
             tree = grow(tree, min(simulations + 1, max(2 * tree.capacity, tree.capacity + step)))  # adds a node)
         simulate(tree, game, evaluator, rule, step, parallel=parallel, root_action=next_root_actions)

@@ -112,9 +112,11 @@ class NetworkSearch:
             raise ValueError("gumbel_search needs NetworkSearch(algorithm='gumbel')")
         per_node = node_bytes(states, self.game.num_actions, with_prior=True)
         memory.check_tree_size(states.batch_size, simulations + 1, per_node)
-        # a tree of millions of nodes starts smaller and grows with the simulations made (a
-        # search with a deadline makes few of them)
-        tree = self.fresh_tree(states, keys, start_capacity(states.batch_size, per_node, simulations + 1))
+        # a search that may stop early (a deadline) starts at most INITIAL_TREE_BYTES and grows with
+        # the simulations it makes; one that makes them all gets its whole tree at once (no copies)
+        capacity = simulations + 1 if should_stop is None else start_capacity(states.batch_size, per_node,
+                                                                              simulations + 1)
+        tree = self.fresh_tree(states, keys, capacity)
         actions = self.game.num_actions
         gumbel = gumbel_noise(fold(keys, 0x6B5E), actions) if noise else torch.zeros(states.batch_size, actions)
         return gumbel_search(tree, self.game, self.evaluator, self.rule, simulations, gumbel.to(tree.prior.device),
