@@ -100,6 +100,11 @@ CACHED_TABLE_ENTRIES = 1 << 20  # tables up to this many entries (12 MB) are kep
 SCHEDULE_WINDOW = 1 << 16  # columns of a larger table a search holds at once (13 MB at 16 moves)
 
 
+def _kept(considered: int, simulations: int) -> bool:
+    """Whether the schedule table of (considered, simulations) is small enough to keep whole."""
+    return (considered + 1) * simulations <= CACHED_TABLE_ENTRIES
+
+
 def _schedule_table(considered: int, simulations: int) -> tuple[torch.Tensor, torch.Tensor]:
     """float [considered + 1, simulations]: row c is visit_schedule(c, simulations) (row 0
     unused); and long, the same shape: how many entries from each one on, itself included,
@@ -110,7 +115,7 @@ def _schedule_table(considered: int, simulations: int) -> tuple[torch.Tensor, to
     small tables are kept (self-play asks for the same one every move); a larger one (an
     analysis request of millions of simulations) is built for its search alone, not held
     after it."""
-    if (considered + 1) * simulations <= CACHED_TABLE_ENTRIES:
+    if _kept(considered, simulations):
         return _cached_schedule_table(considered, simulations)
     return _build_schedule_table(considered, simulations)
 
@@ -275,8 +280,7 @@ def gumbel_search(
     # the schedule's columns held: all of a small table, else a window from the first simulation of
     # a chunk on (every tree has made `searched` simulations when a chunk begins, fewer than
     # searched + step when it ends)
-    whole = (rows + 1) * simulations <= CACHED_TABLE_ENTRIES
-    width = simulations if whole else max(SCHEDULE_WINDOW, chunk)
+    width = simulations if _kept(rows, simulations) else max(SCHEDULE_WINDOW, chunk)
     first, table, runs = 0, None, None
 
     def next_root_actions(budget: torch.Tensor) -> torch.Tensor:
