@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -201,6 +202,12 @@ def write_match(folder: str | Path, game: Game, match) -> list[Path]:
     match into the folder replaces nothing (one writing there at the same time included: a
     number the other took first is skipped). Each file's GC names the game within its own match
     ("A vs B, game 1 of 12"). MatchRecordsError (with the files written) if a write fails."""
+    return list(match_files(folder, game, match))
+
+
+def match_files(folder: str | Path, game: Game, match) -> Iterator[Path]:
+    """write_match's files, each yielded once written: a caller stopped by any failure (a bug,
+    a ^C) still knows which records are on disk."""
     if match.records is None:
         raise ValueError("the match kept no moves: play it with record_moves=True")
     total = len(match.records)
@@ -226,7 +233,7 @@ def write_match(folder: str | Path, game: Game, match) -> list[Path]:
             raise
         paths.append(path)
         first += 1
-    return paths
+        yield path
 
 
 def _claim_game_file(folder: Path, number: int) -> tuple[Path, int]:

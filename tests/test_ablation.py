@@ -146,7 +146,15 @@ def test_a_damaged_state_file_or_an_out_that_is_a_file_is_one_clear_error(tmp_pa
     wrong = [{**state, "plan": {**state["plan"], "seeds": 5}}, {**state, "plan": {**state["plan"], "games": "40"}},
              {**state, "runs": {"base-seed0": None}}, {**state, "runs": {"base-seed0": {"trained": 1, "results": {}}}},
              {**state, "runs": {"base-seed0": {"trained": True, "results": {"uct:100": [0.5]}}}},
-             {**state, "commands": [1]}]
+             {**state, "commands": [1]},
+             # an engine's result whose counts are not counts (a traceback in the report, before)
+             *({**state, "runs": {"base-seed0": {"trained": True, "results": {"uct:100": result}}}}
+               for result in ({"a_wins": "3", "draws": 0, "b_wins": 1}, {"a_wins": 1, "draws": 0},
+                              {"a_wins": 0, "draws": 0, "b_wins": 0}, {"a_wins": True, "draws": 0, "b_wins": 1},
+                              {"a_wins": -1, "draws": 2, "b_wins": 1})),
+             {**state, "runs": {"base-seed0": {"trained": True, "results": {"judge": {
+                 "kept": 5, "positions": 4, "kept_decisive": 0, "decisive": 0}}}}},
+             {**state, "runs": {"base-seed0": {"trained": True, "results": {}, "head_to_head": {"a_wins": 1.5}}}}]
     for damage in (text[:100], "", "[1, 2]", '{"runs": {}}', text.replace('"arms"', '"arms_"'),
                    *(json.dumps(each) for each in wrong)):
         (folder / "ablation.json").write_text(damage)

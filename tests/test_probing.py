@@ -605,13 +605,23 @@ def test_a_failure_other_than_the_disk_while_writing_sgf_prints_the_result_first
     from azero import sgf
     from azero.cli import evaluate
 
-    def broken(folder, game, match):
+    written = sgf.match_files
+
+    def broken(folder, game, match):  # the first record, then a bug
+        files = written(folder, game, match)
+        yield next(files)
+        files.close()
         raise RuntimeError("a bug while writing")
 
-    monkeypatch.setattr(sgf, "write_match", broken)
+    monkeypatch.setattr(sgf, "match_files", broken)
     with pytest.raises(RuntimeError, match="a bug while writing"):  # a bug is a traceback ...
         evaluate.main([*MATCH, "--sgf", str(tmp_path)])
     assert "Elo of A over B:" in capsys.readouterr().out  # ... after the match it played
+    with pytest.raises(RuntimeError, match="a bug while writing"):
+        evaluate.main([*MATCH, "--sgf", str(tmp_path), "--json"])
+    report = json.loads(capsys.readouterr().out)  # and its JSON names the record written before the bug
+    assert [Path(path).name for path in report["sgf"]] == ["game-0002.sgf"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["game-0001.sgf", "game-0002.sgf"]
 
 
 def test_an_engine_whose_file_name_is_not_utf8_plays_and_is_named_in_its_sgf_records(tmp_path):

@@ -335,10 +335,27 @@ _PLAN_TYPES = {"preset": (str,), "minutes": (*_NUMBER, type(None)), "iterations"
 _PLAN_LISTS = {"seeds": _WHOLE, "overrides": (str,), "yardsticks": (str,)}
 
 
+# the counts the report adds up from a saved result: the judge's, a match's
+_JUDGE_COUNTS, _MATCH_COUNTS = ("kept", "positions", "kept_decisive", "decisive"), ("a_wins", "draws", "b_wins")
+
+
+def _result_problem(result, judged: bool) -> bool:
+    """Whether a saved result lacks a count the report reads (whole numbers, not negative, some
+    positions or games, the kept ones among them)."""
+    keys = _JUDGE_COUNTS if judged else _MATCH_COUNTS
+    counts = [result.get(key) for key in keys] if isinstance(result, dict) else [None]
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+        return True
+    if judged:
+        kept, positions, kept_decisive, decisive = counts
+        return not (0 < positions and kept <= positions and kept_decisive <= decisive <= positions)
+    return sum(counts) == 0
+
+
 def _state_problem(plan: dict, runs: dict, commands: list) -> str | None:
     """What in a saved state (valid JSON of the right outline) is not of the type save() writes,
-    or None: the plan's values, each run's record (the results themselves, engines' JSON, are
-    not looked into) and each command's."""
+    or None: the plan's values, each run's record with the counts of its results that the
+    report reads, and each command's."""
     for key, kinds in _PLAN_TYPES.items():
         if key in plan and (isinstance(plan[key], bool) or not isinstance(plan[key], kinds)):
             return f"its plan's {key} is {plan[key]!r}"
@@ -352,6 +369,11 @@ def _state_problem(plan: dict, runs: dict, commands: list) -> str | None:
                 or not all(isinstance(result, dict) for result in record["results"].values()) \
                 or not isinstance(record.get("head_to_head", {}), dict):
             return f"its record of the run {name} is not one this version wrote"
+        for yardstick, result in record["results"].items():
+            if _result_problem(result, judge_options(yardstick) is not None):
+                return f"its result of the run {name} against {yardstick} is not one this version wrote"
+        if "head_to_head" in record and _result_problem(record["head_to_head"], False):
+            return f"its head-to-head result of the run {name} is not one this version wrote"
     if not all(isinstance(entry, dict) and isinstance(entry.get("command"), str) for entry in commands):
         return "its list of the commands run is not one this version wrote"
     return None

@@ -82,14 +82,15 @@ def main(argv=None) -> int:
             player.close()
     paths, failure = [], None
     if args.sgf:
-        from ..sgf import MatchRecordsError, file_span, write_match
+        from ..sgf import MatchRecordsError, file_span, match_files
 
         try:
-            paths = write_match(args.sgf, game, result)
+            for path in match_files(args.sgf, game, result):
+                paths.append(path)
         except MatchRecordsError as error:  # the match stands: print it, then say what was not written
             paths, failure = error.written, f"--sgf {args.sgf}: {error}; the result above stands"
-        except BaseException:  # anything else that stops the writes (a bug, ^C): the result, then it
-            _print_result(args, result, [])
+        except BaseException:  # anything else that stops the writes (a bug, ^C): the result and the
+            _print_result(args, result, paths)  # records written before it, then it
             raise
     _print_result(args, result, paths)
     if args.sgf and failure is None and not args.json:
