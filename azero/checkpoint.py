@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import io
 import os
-import stat
 import tempfile
 import zipfile
 from pathlib import Path
@@ -30,7 +29,7 @@ import torch
 import games
 from games import Game
 
-from .errors import UserError
+from .errors import UserError, regular_file
 from .faults import fault
 from .network import NetworkConfig, PolicyValueNet
 
@@ -95,14 +94,7 @@ def remove_temporary_files(folder: str | Path) -> list[Path]:
 def safe_load(path: str | Path, what: str = "file") -> Any:
     """torch.load with weights_only=True; a missing or damaged file is a one-line UserError."""
     path = Path(path)
-    try:  # stat(), not exists(): a name too long or a folder not ours to enter is said as such
-        mode = path.stat().st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        raise UserError(f"{what} not found: {path}") from None
-    except OSError as error:
-        raise UserError(f"cannot read the {what} {path}: {error.strerror or error}") from None
-    if not stat.S_ISREG(mode):
-        raise UserError(f"{path} is not a {what}: it is not a file")
+    regular_file(path, what)
     _check_archive(path, what)
     try:
         return torch.load(path, map_location="cpu", weights_only=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import stat
 import tomllib
 import typing
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from pathlib import Path
 from games.options import field_option, invalid_value, is_whole_number, read_option
 
 from .elo import MAX_GAMES, MAX_OPENING_PLIES
-from .errors import UserError
+from .errors import UserError, regular_file
 from .network import PRECISIONS, NetworkConfig
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
@@ -258,22 +257,14 @@ MAX_CONFIG_BYTES = 1 << 20  # a config file is a few hundred bytes; /dev/zero is
 
 
 def read_toml(path: Path) -> dict:
+    regular_file(path, "config file", ConfigError)
     try:
-        mode = path.stat().st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError
-        if not stat.S_ISREG(mode):  # a pipe or a device would be read for ever
-            raise ConfigError(f"{path} is not a config file (TOML): it is not a regular file")
         with open(path, "rb") as handle:
             text = handle.read(MAX_CONFIG_BYTES + 1)
         if len(text) > MAX_CONFIG_BYTES:
             raise ConfigError(f"{path} is over {MAX_CONFIG_BYTES:,} bytes: not a config file (TOML)")
         return tomllib.loads(text.decode())
-    except (FileNotFoundError, NotADirectoryError):
-        raise ConfigError(f"config file not found: {path}") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path} is a folder, not a config file (TOML)") from None
-    except OSError as error:  # no permission, a name too long, ...
+    except OSError as error:  # no permission, ...
         raise ConfigError(f"cannot read the config file {path}: {error.strerror or error}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a text file (a config is TOML text)") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import stat
 import sys
 
 from games import GameError
@@ -29,6 +30,23 @@ def exists(path) -> bool:
             return False
         raise UserError(f"cannot look up {path}: {error.strerror or error}") from None
     return True
+
+
+def regular_file(path, what: str, error: type[UserError] = UserError) -> None:
+    """Raise `error` with one line unless `path` is a regular file that can be looked up: not
+    there, a folder, a pipe or a device (which a reader would wait on for ever), or a path the
+    system refuses (no permission, a name too long), each said as such ("checkpoint not
+    found: ...", "... is a folder, not a config file")."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as failure:
+        if failure.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise error(f"{what} not found: {path}") from None
+        raise error(f"cannot read the {what} {path}: {failure.strerror or failure}") from None
+    if stat.S_ISDIR(mode):
+        raise error(f"{path} is a folder, not a {what}")
+    if not stat.S_ISREG(mode):
+        raise error(f"{path} is not a {what}: it is not a regular file")
 
 
 def internal_error(error: BaseException) -> str:

@@ -263,6 +263,6 @@ def test_a_checkpoint_path_that_is_no_file_is_refused_at_once(tmp_path):
     reader = threading.Thread(target=load, daemon=True)
     reader.start()
     reader.join(timeout=20)
-    assert outcome and "it is not a file" in outcome[0]
-    with pytest.raises(UserError, match="it is not a file"):
+    assert outcome and "pipe.pt is not a checkpoint: it is not a regular file" in outcome[0]
+    with pytest.raises(UserError, match="is a folder, not a checkpoint"):
         load_checkpoint(tmp_path)

@@ -186,7 +186,7 @@ def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
             (["--game", "tictactoe", "--set", "replay.capacity=100000000000"],
              "replay.capacity=100,000,000,000 needs"),
             # config files that cannot be read: one line, not a traceback (or a wait for ever on a pipe)
-            (["--config", str(tmp_path / "a-fifo")], "is not a config file (TOML): it is not a regular file"),
+            (["--config", str(tmp_path / "a-fifo")], "is not a config file: it is not a regular file"),
             (["--config", str(tmp_path / ("x" * 300))], "cannot read the config file"),
             (["--config", str(tmp_path / "big.toml")], "is over 1,048,576 bytes: not a config file"),
             (["--config", str(tmp_path / "deep.toml")], "not valid TOML: arrays or tables nested too deeply"),
