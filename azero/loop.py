@@ -117,6 +117,10 @@ def open_run(config: Config | None, run_dir: Path | None,
                             + f"\nto continue the run as it is, run: python scripts/train.py --run-dir {run_dir} "
                             "(without --game, --config, --set, --device, --seed); to train with these settings, "
                             "give a new --run-dir")
+        try:  # the run may have started on another machine (more memory, a GPU, an engine installed)
+            check_new_run(saved)
+        except UserError as error:
+            raise UserError(f"{run_dir} cannot be resumed on this machine: {error}") from None
         return saved, run_dir, True, None
     if run_dir is not None and run_dir.exists() and any(not _temporary(p) for p in run_dir.iterdir()):
         raise UserError(f"{run_dir} exists and is not a run folder (no config.toml); choose a new --run-dir")
@@ -140,8 +144,10 @@ def open_run(config: Config | None, run_dir: Path | None,
 
 def check_new_run(config: Config) -> games.Game:
     """The game of a new run of `config`; UserError for anything that run could not do on this
-    machine (the game's options, the network's heads, the device, the ladder's players), checked
-    before its folder is made (and by ablations before any of their runs)."""
+    machine (the game's options, the network's heads, the device, the ladder's players, the
+    memory its trees, replay ring and training take), checked before its folder is made (and
+    by ablations before any of their runs, and before a run is resumed: it may have started
+    on another machine)."""
     game = games.make_from_spec(config.game.spec)
     config.network.validate(game)
     check_device(config)

@@ -136,6 +136,9 @@ def nice_ticks(low: float, high: float, count: int = 6) -> list[float]:
 
 
 def _escape(text: str) -> str:
+    """Text for the picture: XML's three characters escaped, and a name's bytes that are not
+    UTF-8 (a folder Linux allows, read by Python as lone surrogates) as backslash escapes."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -156,7 +159,7 @@ def xy_svg(points: list[tuple[float, float]], x_labels: list[str], title: str, x
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'font-family="sans-serif" font-size="12">',
              '<rect width="100%" height="100%" fill="white"/>',
-             f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="14">{title}</text>']
+             f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="14">{_escape(title)}</text>']
     for i in range(6):
         y = y_max * i / 5
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" stroke="#ddd"/>')

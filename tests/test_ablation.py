@@ -261,12 +261,23 @@ def test_plot_elo_draws_a_runs_evaluations_and_refuses_a_folder_without_any(tmp_
                {"iteration": 3, "charts/hours": 0.5, "eval/elo": 250.0, "eval/elo_low": 150.0, "eval/elo_high": 350.0},
                {"iteration": 4, "charts/hours": 0.6, "eval/elo": "high"},  # (edited by hand: left out)
                {"iteration": 5, "charts/hours": 1e307, "eval/elo": 1.0, "eval/elo_low": -1e308,
-                "eval/elo_high": 1e308}]  # (finite, but its minutes overflowed the axes: left out)
+                "eval/elo_high": 1e308},  # (finite, but its minutes overflowed the axes: left out)
+               # not records the loop writes (a traceback in the plot or at a resume, before): left out
+               {"iteration": 6, "charts/hours": 10**400, "eval/elo": 1, "eval/elo_low": 0, "eval/elo_high": 2},
+               {"iteration": None, "charts/hours": 0.7}, {"iteration": "8", "charts/hours": 0.8},
+               {"iteration": True}, {"iteration": 9, "charts/hours": [0.9]}]
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records) + "not json\n")
-    out = run_here("plot_elo.py", str(run_dir), "--title", "tiny <run>")
+    from azero.metrics import read_metrics
+
+    assert [record["iteration"] for record in read_metrics(run_dir)] == [1, 2, 3, 5]  # (4: a value not a number)
+    out = run_here("plot_elo.py", str(run_dir), "--title", "tiny <run> \udcff")  # (a byte that is not UTF-8)
     assert out.returncode == 0 and out.stdout.strip() == str(run_dir / "elo.svg"), out.stderr
     svg = (run_dir / "elo.svg").read_text()
-    assert svg.count("<circle") == 2 and "<polygon" in svg and "tiny &lt;run&gt;" in svg  # the two evaluations
+    assert svg.count("<circle") == 2 and "<polygon" in svg  # the two evaluations
+    assert "tiny &lt;run&gt; \\udcff" in svg  # the byte as its escape
+    (tmp_path / "folder" / "metrics.jsonl").mkdir(parents=True)
+    out = run_here("plot_elo.py", str(tmp_path / "folder"), "-o", str(tmp_path / "b.svg"))
+    assert out.returncode == 2 and "metrics.jsonl is a folder, not a metrics file" in out.stderr, out.stderr
     assert run_here("plot_elo", str(run_dir), "-o", str(tmp_path / "a.svg")).stdout.strip() == str(tmp_path / "a.svg")
     (tmp_path / "file").write_text("")
     out = run_here("plot_elo.py", str(run_dir), "-o", str(tmp_path / "file" / "c.svg"))

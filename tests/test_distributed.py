@@ -18,6 +18,7 @@ import torch
 
 import games
 from azero.distributed.ledger import Chunk, Ledger, select_games
+from azero.errors import UserError
 from azero.selfplay import Samples
 from commands import run_here
 from runs import ctrl_c_default, tiny_args
@@ -171,6 +172,50 @@ def test_ray_without_ray_installed_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(azero.bench, "run", lambda *args, **kwargs: pytest.fail("a group ran before the Ray check"))
     out = run_here("bench.py", "--only", "puct", "--only", "ray")
     assert out.returncode == 2 and out.stderr.startswith("error: --only ray needs Ray, which is not installed"), out
+
+
+@needs_ray
+def test_failed_actor_calls_are_retried_and_a_user_error_inside_one_is_said_as_itself(monkeypatch):
+    """Ray's failures other than a dead actor's (killed for memory, its node gone) were tracebacks;
+    a UserError inside an actor's method (a ladder rung the node cannot make) printed the remote
+    traceback under "error:"."""
+    import ray
+
+    from azero.distributed import source
+
+    def raising(error):
+        def get(reference, **kwargs):
+            raise error
+        return get
+
+    pool = object.__new__(source.RaySelfPlay)  # its bookkeeping of failed calls alone
+    pool.ray, pool.lost_calls, pool.failures, pool.failing_since, pool.retry_at = ray, [0], [0], [0.0], [0.0]
+    memory = ray.exceptions.OutOfMemoryError("Task was killed due to the node running low on memory.\nMore...")
+    monkeypatch.setattr(ray, "get", raising(memory))
+    assert pool._receive(object(), 0) is None and pool.lost_calls == [1]  # a failed call: asked again later
+    monkeypatch.setattr(source, "PATIENCE", -1.0)
+    with pytest.raises(source.ActorsFailing, match="the last error: Task was killed due to the node running low on "
+                                                  "memory.$"):
+        pool._receive(object(), 0)
+    user = UserError("evaluation.ladder rung 'gtp:gnugo --mode gtp': cannot start gnugo")
+    inside = ray.exceptions.RayTaskError("EvaluatorWorker.evaluate", "Traceback (most recent call last):\n  File "
+                                         "\"x\", line 1\nazero.errors.UserError: ...", user).as_instanceof_cause()
+    monkeypatch.setattr(ray, "get", raising(inside))
+    with pytest.raises(UserError) as raised:
+        pool._receive(object(), 0)
+    assert raised.value is user
+    bug = ray.exceptions.RayTaskError("SelfPlayWorker.play", "Traceback (most recent call last):\n  File \"x\", "
+                                      "line 1\nZeroDivisionError: division by zero", ZeroDivisionError("division by zero"))
+    assert source.user_error_inside(ray, bug) is None
+    assert source.failure_line(bug) == "ZeroDivisionError: division by zero"
+
+
+def test_a_ray_address_whose_port_no_socket_has_is_refused_before_any_connection():
+    from azero.distributed.cluster import check_reachable
+
+    for port in ("0", "70000", "9223372036854775808"):  # (the last: an OverflowError traceback, before)
+        with pytest.raises(UserError, match="write auto or HOST:PORT \\(a port from 1 to 65535\\)"):
+            check_reachable(f"127.0.0.1:{port}")
 
 
 @needs_ray

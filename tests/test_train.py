@@ -17,6 +17,8 @@ import torch
 from commands import run_here
 from runs import ctrl_c_default, tiny_args
 
+from azero.config import load_config
+
 REPO = Path(__file__).resolve().parent.parent
 TINY = tiny_args()
 
@@ -233,6 +235,16 @@ def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
         out = run_here("train.py", "--run-dir", str(damaged))
         assert out.returncode == 2 and f"{damaged / 'config.toml'} is damaged" in out.stderr
         assert sorted(p.name for p in damaged.iterdir()) == ["config.toml"]
+        # a run started on a machine with far more memory, resumed here (the ring, allocated whole: a traceback)
+        bigger = tmp_path / "bigger"
+        bigger.mkdir()
+        (bigger / "config.toml").write_text(load_config(game="tictactoe",
+                                                        overrides=["replay.capacity=100000000000"]).to_toml())
+        out = run_here("train.py", "--run-dir", str(bigger))
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        assert out.stderr.startswith(f"error: {bigger} cannot be resumed on this machine: "
+                                     "replay.capacity=100,000,000,000 needs"), out.stderr
+        assert sorted(p.name for p in bigger.iterdir()) == ["config.toml"]
         diverged = [future.result() for future in diverged]
     # a run that fails before its first checkpoint takes its new folder with it
     for out in diverged:

@@ -62,8 +62,9 @@ def connect(address: str | None = None, *, num_cpus: int | None = None, worker_n
 def check_reachable(address: str, timeout: float = 10.0) -> None:
     """A UserError unless HOST:PORT accepts connections (Ray itself would retry for minutes)."""
     host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not is_whole_number(port):
-        raise UserError(f"--ray-address {address!r}: write auto or HOST:PORT, e.g. 10.0.0.5:6379")
+    if not host or not is_whole_number(port) or not 0 < int(port) < 65536:
+        raise UserError(f"--ray-address {address!r}: write auto or HOST:PORT (a port from 1 to 65535), "
+                        "e.g. 10.0.0.5:6379")
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()
     except OSError as error:

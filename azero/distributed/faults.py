@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import cli_entry
+from ..errors import UserError, cli_entry
 from ..metrics import read_metrics
 
 SCRIPTS = Path(__file__).resolve().parent.parent.parent / "scripts"
@@ -99,6 +99,10 @@ def main(argv=None) -> int:
             process.send_signal(signal.SIGINT)
         process.wait()
     records = read_metrics(args.run_dir)
+    if not records:  # the run never trained: train.py said why in the log
+        lines = log_path.read_text(errors="replace").strip().splitlines()
+        raise UserError(f"the training run stopped before its first iteration (exit {process.returncode}): "
+                        f"{lines[-1][:300] if lines else 'no output'}; its log: {log_path}")
     last = records[-1]
     match = subprocess.run([sys.executable, str(SCRIPTS / "evaluate.py"), "--game", "tictactoe", "--a",
                             f"az:{args.run_dir / 'latest.pt'}", "--b", "perfect", "--games", str(args.games),

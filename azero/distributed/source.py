@@ -52,6 +52,21 @@ from .workers import EvaluatorWorker, SelfPlayWorker
 
 CALL_SECONDS = 2.0  # an actor returns its finished games at least this often (and takes new weights)
 PATIENCE = 600.0  # seconds an actor may keep failing calls (restarting) before the run stops
+START_SECONDS = 600.0  # for every actor to start (import torch, build its network) on a node
+
+
+def user_error_inside(ray, error: BaseException) -> UserError | None:
+    """The UserError an actor's method raised (Ray hands it over wrapped, as a RayTaskError whose
+    text is the remote traceback), or None for any other failure."""
+    cause = getattr(error, "cause", None) if isinstance(error, ray.exceptions.RayTaskError) else None
+    return cause if isinstance(cause, UserError) else None
+
+
+def failure_line(error: BaseException) -> str:
+    """One line for a failed call: the last 'SomethingError: ...' line of Ray's text (a remote
+    traceback's own error), else its first line."""
+    lines = [line.strip() for line in str(error).strip().splitlines()] or [type(error).__name__]
+    return next((line for line in reversed(lines) if re.match(r"\w+(Error|Exception): ", line)), lines[0])[:300]
 
 
 class ActorsFailing(UserError):
@@ -69,6 +84,9 @@ class RaySelfPlay:
         self.run, self.log = run, log
         config = run.config
         cpus = cluster_cpus(ray)
+        if cpus <= 0:  # no actor could ever be placed: the run would wait without a word
+            raise UserError("the Ray cluster has no CPU for the actors (a head started with --num-cpus=0 and no "
+                            "worker node joined yet?)")
         count = actors or default_actors(cpus)
         problem = precision_problem(config.search.precision, actor_device)
         if problem:
@@ -91,12 +109,15 @@ class RaySelfPlay:
         evaluator = ray.remote(EvaluatorWorker).options(max_restarts=-1, max_task_retries=0, num_cpus=0)
         self.evaluator = evaluator.remote(settings, "cpu", 1)
         try:  # an actor whose constructor fails (e.g. a node without azero) is dead for good
-            identities = ray.get([actor.identity.remote() for actor in self.actors])
-            evaluator_pid = ray.get(self.evaluator.identity.remote())[0]
-        except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as error:
-            lines = [line.strip() for line in str(error).strip().splitlines()] or [type(error).__name__]
-            cause = next((line for line in reversed(lines) if re.match(r"\w+(Error|Exception): ", line)), lines[0])
-            raise ActorsFailing(f"the actors could not start: {cause[:300]}") from None
+            identities = ray.get([actor.identity.remote() for actor in self.actors], timeout=START_SECONDS)
+            evaluator_pid = ray.get(self.evaluator.identity.remote(), timeout=START_SECONDS)[0]
+        except ray.exceptions.GetTimeoutError:  # (actors the cluster cannot place wait there for ever)
+            raise ActorsFailing(f"the actors did not start within {START_SECONDS:.0f} s: can the cluster place "
+                                f"{count} actors of {share:g} CPU{' and ' + format(gpus, 'g') + ' GPU' if gpus else ''} "
+                                f"each? It has {cpus:g} CPUs") from None
+        except ray.exceptions.RayError as error:  # (died, killed for memory, unschedulable, raised inside)
+            raise user_error_inside(ray, error) or ActorsFailing(f"the actors could not start: "
+                                                                 f"{failure_line(error)}") from None
         self.incarnations = [incarnation for _, incarnation in identities]
         for k, (pid, _) in enumerate(identities):
             log(f"self-play actor {k}: pid {pid}")
@@ -125,7 +146,10 @@ class RaySelfPlay:
         exceptions = self.ray.exceptions
         try:
             chunk = self.ray.get(reference)
-        except (exceptions.RayActorError, exceptions.WorkerCrashedError, exceptions.ObjectLostError) as error:
+        except exceptions.RayError as error:  # the actor died or was killed (for memory too), its node went
+            user = user_error_inside(self.ray, error)  # away, its result was lost, or the call raised
+            if user is not None:  # (a fault of the run's settings: every call would meet it)
+                raise user from None
             now = time.perf_counter()
             self.lost_calls[k] += 1
             self.failures[k] += 1
@@ -133,7 +157,7 @@ class RaySelfPlay:
                 self.failing_since[k] = now
             elif now - self.failing_since[k] > PATIENCE:
                 raise ActorsFailing(f"self-play actor {k} has failed every call for {PATIENCE:.0f} s; the last "
-                                    f"error: {str(error).strip().splitlines()[0][:300]}") from None
+                                    f"error: {failure_line(error)}") from None
             self.retry_at[k] = now + min(2.0, 0.1 * self.failures[k])
             return None
         self.failures[k] = 0
@@ -234,8 +258,12 @@ class RaySelfPlay:
         self.evaluation = None
         try:
             metrics, state, seconds = self.ray.get(reference)
-        except self.ray.exceptions.RayActorError:
-            self.log(f"the evaluator actor died evaluating iteration {iteration}; the next evaluation replaces it")
+        except self.ray.exceptions.RayError as error:
+            user = user_error_inside(self.ray, error)
+            if user is not None:  # (a ladder rung this node cannot make: every evaluation would meet it)
+                raise user from None
+            self.log(f"the evaluator actor failed evaluating iteration {iteration} ({failure_line(error)}); the "
+                     "next evaluation replaces it")
             self.evaluation_due = True
             return {}
         self.run.evaluator.load_state_dict(state)
