@@ -49,6 +49,17 @@ def regular_file(path, what: str, error: type[UserError] = UserError) -> None:
         raise error(f"{path} is not a {what}: it is not a regular file")
 
 
+def is_int(value) -> bool:
+    """Whether a value read from JSON or TOML is a whole number: an int and not a bool (Python
+    counts True as the int 1, JSON's true is no count)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value) -> bool:
+    """Whether a value read from JSON or TOML is a number: an int or a float, not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def internal_error(error: BaseException) -> str:
     """How a serving process (GTP, Piskvork, the analysis engine, the browser board) words a fault
     of ours in its answer, before it goes on serving."""

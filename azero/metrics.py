@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .errors import UserError, exists, regular_file
+from .errors import UserError, exists, is_int, regular_file
 
 METRICS = "metrics.jsonl"
 LARGEST = 10**300  # an integer beyond any a run records (one of 400 digits overflows a float)
@@ -43,8 +43,7 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
 
 def _written_by_the_loop(record: dict) -> bool:
     iteration = record.get("iteration")
-    if not isinstance(iteration, int) or isinstance(iteration, bool) or iteration < 0:
+    if not is_int(iteration) or iteration < 0:
         return False
     # (a float is any: a diverged loss is written as NaN or Infinity)
-    return all(isinstance(value, float) or isinstance(value, int) and not isinstance(value, bool)
-               and abs(value) <= LARGEST for value in record.values())
+    return all(isinstance(value, float) or is_int(value) and abs(value) <= LARGEST for value in record.values())

@@ -17,7 +17,7 @@ import games
 from games import Game, GameError, State
 from games.random import fold, make_keys
 
-from .errors import UserError
+from .errors import UserError, is_int, is_number
 from .player import MAX_SECONDS, MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from .players import make
 
@@ -25,11 +25,9 @@ from .players import make
 def check_budget(simulations=None, seconds=None) -> None:
     """UserError unless a search budget is in range: simulations a whole number in 1..MAX_SIMULATIONS,
     seconds a number above 0 and at most MAX_SECONDS (None: not given)."""
-    if simulations is not None and (isinstance(simulations, bool) or not isinstance(simulations, int)
-                                    or not 1 <= simulations <= MAX_SIMULATIONS):
+    if simulations is not None and not (is_int(simulations) and 1 <= simulations <= MAX_SIMULATIONS):
         raise UserError(f"simulations={simulations!r} is out of range; allowed: a whole number {SIMULATIONS_ALLOWED}")
-    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
-                                or not 0 < seconds <= MAX_SECONDS):
+    if seconds is not None and not (is_number(seconds) and 0 < seconds <= MAX_SECONDS):
         raise UserError(f"seconds={seconds!r} is out of range; allowed: above 0 and at most {MAX_SECONDS:g}")
 
 

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from ..checkpoint import atomic_write_text
-from ..errors import UserError, exists
+from ..errors import UserError, exists, is_int
 from ..metrics import read_metrics
 from .plan import Arm, Plan, judge_options
 from .report import write_report
@@ -344,7 +344,7 @@ def _result_problem(result, judged: bool) -> bool:
     positions or games, the kept ones among them)."""
     keys = _JUDGE_COUNTS if judged else _MATCH_COUNTS
     counts = [result.get(key) for key in keys] if isinstance(result, dict) else [None]
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+    if not all(is_int(n) and n >= 0 for n in counts):
         return True
     if judged:
         kept, positions, kept_decisive, decisive = counts

@@ -24,7 +24,7 @@ from typing import TextIO
 
 from games import GameError
 
-from ..errors import UserError, internal_error
+from ..errors import UserError, internal_error, is_int
 from ..player import MAX_SECONDS, RESIGN
 from ..session import Engine, GameSession, check_budget, describe_analysis
 from .lines import TooLong, bounded_lines
@@ -46,7 +46,7 @@ def answer(engine: Engine, request: dict) -> dict:
     if "simulations" in budget and "seconds" not in budget and "seconds" not in engine.budget():
         budget["seconds"] = MAX_SECONDS  # a search of simulations alone ends within the hour too
     top = request.get("top", 5)
-    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+    if not is_int(top) or top < 1:
         raise UserError("top must be a positive integer")
     session = GameSession(engine.game)
     session.set_moves(moves)

@@ -27,7 +27,7 @@ import games
 from games import Game, GameError, State
 from games.random import make_keys
 
-from ..errors import UserError
+from ..errors import UserError, is_int, is_number
 from ..player import MAX_SECONDS, RESIGN, Analysis
 from ..search import new_tree
 from ..search.tree import tree_bytes
@@ -420,7 +420,7 @@ class Gui:
             if main_line and self.main_line is None:
                 raise GameError("there is no variation to leave: this is the game")
             length = len(self.main_line if main_line else self.session.actions)
-            if isinstance(ply, bool) or not isinstance(ply, int) or not 0 <= ply <= length:
+            if not (is_int(ply) and 0 <= ply <= length):
                 raise GameError(f"ply must be a whole number from 0 to {length}")
             if main_line:  # (only once the request is known to be good: a refused one changes nothing)
                 session = GameSession(self.game)
@@ -432,7 +432,7 @@ class Gui:
 
     @staticmethod
     def _check_simulations(value, limit: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not is_int(value) or value < 1:
             raise GameError("simulations must be a positive whole number")
         if value > limit:
             raise GameError(f"at most {limit} simulations a move on this board (the search tree's memory)")
@@ -451,8 +451,7 @@ class Gui:
             if "simulations" in data:
                 simulations = self._check_simulations(data["simulations"], self.node_limit)
             seconds = data.get("seconds")
-            if "seconds" in data and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
-                                      or not 0 < seconds <= MAX_SECONDS):
+            if "seconds" in data and not (is_number(seconds) and 0 < seconds <= MAX_SECONDS):
                 raise GameError(f"seconds must be a number above 0 and at most {MAX_SECONDS:g}")
             ponder = data.get("ponder", self.ponder)
             if not isinstance(ponder, bool):

@@ -35,7 +35,7 @@ from importlib import resources
 
 from games import Game, GameError
 
-from ..errors import UserError, internal_error
+from ..errors import UserError, internal_error, is_int
 from ..session import Engine
 from . import guard
 from .gui import Gui
@@ -194,10 +194,10 @@ def make_handler(gui: Gui):
                     raise GameError(f"unknown key {unknown[0]} for {self.path}; its keys: {known}")
                 if self.path == "/api/move":
                     action = data.get("action")
-                    if isinstance(action, bool) or not isinstance(action, int):
+                    if not is_int(action):
                         raise GameError("a move needs an integer action")
                     number = data.get("game_number")
-                    if number is not None and (isinstance(number, bool) or not isinstance(number, int)):
+                    if number is not None and not is_int(number):
                         raise GameError("game_number must be a whole number (the snapshot's)")
                     gui.move(action, number)
                 elif self.path == "/api/undo":
