@@ -17,7 +17,7 @@ from .final import CRITERIA, choose
 from . import memory
 from .gumbel import GumbelResult, gumbel_noise, gumbel_search
 from .selection import PUCT, UCB1, Gumbel, NodeView
-from .tree import Tree, grow, new_tree, node_bytes
+from .tree import Tree, grow, new_tree, node_bytes, room_for
 
 INITIAL_TREE_BYTES = 64 << 20  # a search's tree starts at most this big, then grows with its simulations
 MIN_NODES = 64  # and holds at least this many nodes
@@ -143,12 +143,10 @@ def search_with_budget(
         step = chunk if simulations is None else min(chunk, simulations - done)
         if step <= 0:
             break
-        if int(tree.next_node.max()) + step > tree.capacity:  # each simulation adds at most one node a tree
-            if tree.capacity < most:
-                tree = grow(tree, min(most, tree.capacity * 2))
-            step = min(step, tree.capacity - int(tree.next_node.max()))
-            if step <= 0:  # at the memory limit: search no further
-                break
+        tree = room_for(tree, step, most)
+        step = min(step, tree.capacity - int(tree.next_node.max()))
+        if step <= 0:  # at the memory limit: search no further
+            break
         began = time.monotonic()
         simulate(tree, game, evaluator, rule, step, parallel=parallel)
         done += step

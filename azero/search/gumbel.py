@@ -37,7 +37,7 @@ from games.random import uniform
 from . import kernels
 from .engine import Evaluator, simulate
 from .selection import Gumbel, NodeView
-from .tree import ROOT, Tree, grow
+from .tree import ROOT, Tree, room_for
 
 
 def visit_schedule(considered: int, simulations: int) -> tuple[int, ...]:
@@ -297,8 +297,7 @@ def gumbel_search(
             first = searched
             table, runs = (t.to(tree.visits.device)
                            for t in schedule_columns(rows, simulations, first, min(simulations, first + width)))
-        if int(tree.next_node.max()) + step > tree.capacity:  # a tree that started small grows (each simulation
-            tree = grow(tree, min(simulations + 1, max(2 * tree.capacity, tree.capacity + step)))  # adds a node)
+        tree = room_for(tree, step, simulations + 1)  # a tree that started small grows
         simulate(tree, game, evaluator, rule, step, parallel=parallel, root_action=next_root_actions)
         searched += step
         if on_progress is not None:

@@ -345,6 +345,15 @@ def replace_rows(tree: Tree, rows: torch.Tensor, other: Tree) -> Tree:
     return tree
 
 
+def room_for(tree: Tree, simulations: int, most: int) -> Tree:
+    """The tree, or a grown copy, with room for `simulations` more simulations in every tree
+    (each adds at most one node a tree) where `most` nodes a tree allow it: a tree that is too
+    small doubles, or takes what the simulations need if that is more, up to `most`."""
+    if int(tree.next_node.max()) + simulations > tree.capacity and tree.capacity < most:
+        tree = grow(tree, min(most, max(2 * tree.capacity, tree.capacity + simulations)))
+    return tree
+
+
 def grow(tree: Tree, capacity: int) -> Tree:
     """The same trees with room for `capacity` nodes each (a copy; capacity >= the current one)."""
     old = tree.capacity
