@@ -80,10 +80,14 @@ class Brain:
         self.board: dict[tuple[int, int], int] = {}  # (x, y) -> 1 own stone, 2 opponent's
         self.timeout_turn = 5.0
         self.time_left: float | None = None
-        self.in_board = False  # inside a block of lines that DONE ends: BOARD's, or SWAP2BOARD's
-        self.block = "BOARD"
+        self.block: str | None = None  # the block of lines that DONE ends being read: BOARD's, SWAP2BOARD's
         self.board_lines: list[tuple[tuple[int, int], int]] = []  # BOARD's squares and owners, read as they come
         self.board_problem: str | None = None  # the first BOARD line refused, said at DONE
+
+    @property
+    def in_board(self) -> bool:
+        """Whether a block of lines that DONE ends is being read (BOARD's, or SWAP2BOARD's)."""
+        return self.block is not None
 
     # -- the game ---------------------------------------------------------------------------------
     def _game(self) -> games.Game:
@@ -213,7 +217,7 @@ class Brain:
             del self.board[square]
             self.write("OK")
         elif command in ("BOARD", "SWAP2BOARD"):  # lines up to DONE follow either (swap2's: its opening's moves)
-            self.in_board, self.block, self.board_lines, self.board_problem = True, command, [], None
+            self.block, self.board_lines, self.board_problem = command, [], None
             if command == "BOARD" and self.engine is None:  # said once, at DONE, as any problem of the block
                 self.board_problem = "no game: send START first"
         elif command == "INFO":
@@ -245,8 +249,8 @@ class Brain:
                 except GameError as error:
                     self.board_problem = str(error)
             return True
-        self.in_board = False
-        if self.block == "SWAP2BOARD":  # one answer for the whole block, at its DONE
+        block, self.block = self.block, None
+        if block == "SWAP2BOARD":  # one answer for the whole block, at its DONE
             self.write("UNKNOWN SWAP2BOARD: this brain does not play swap2 openings")
             return True
         saved = dict(self.board)

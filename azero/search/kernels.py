@@ -12,7 +12,9 @@ torch form stays the reference and serves other devices and other rules; the tes
 that both make the same searches on test positions. The float32 logarithm here (numba's)
 and torch's vectorised one differ in the last bit for some visit counts, so two children
 whose scores tie to within that may be ordered differently by the two forms; each form is
-deterministic and batch-independent on its own.
+deterministic and batch-independent on its own. The loops compile with numpy's error model:
+no check for a division by zero (every divisor here is positive), which lets the compiler
+vectorise the score loops over a node's children.
 
 These loops take the tree's conventions as plain numbers: node 0 is the root and a
 negative node index is no node (search.tree's ROOT, NO_PARENT, UNEXPANDED; this module sits
@@ -41,18 +43,18 @@ _TINY = np.float32(np.finfo(np.float32).tiny)
 _RESCALE_EPSILON = np.float32(RESCALE_EPSILON)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _uniform_draw(key, depth):  # pragma: no cover - compiled; games.random.uniform_draw, one value
     v = hash_one(key + (((depth + 1) * 0x632BE5AB) & 0xFFFFFFFF))
     return np.float32(v >> 8) * np.float32(1.0 / (1 << 24))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _step_key(key, counter):  # pragma: no cover - compiled; games.random.step_keys, one value
     return hash_one(key * 0x9E3779B1 + counter)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _first_max(scores, count):  # pragma: no cover - compiled; torch.argmax: the first maximum
     best, index = scores[0], 0
     for a in range(1, count):
@@ -61,7 +63,7 @@ def _first_max(scores, count):  # pragma: no cover - compiled; torch.argmax: the
     return index
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out):  # pragma: no cover - compiled
     """out[a] = log prior + sigma(completed Q) at node `flat`, -inf where illegal (selection.Gumbel.logits;
     `rescale`: sigma's q_hat min-max normalised over the legal moves); raw: the node's raw value for the
@@ -101,7 +103,7 @@ def _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_vis
     return total
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _select(
     kind, virtual_loss, flat, key, depth, children, child_visits, child_value_sum, legal, prior, visits, value_sum,
     q_sign, pending, raw_value, base, c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced, rescale, flight,
@@ -182,7 +184,7 @@ def _select(
     return action
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _add_pending(base, node, delta, parent, pending):  # pragma: no cover - compiled
     """`delta` descents in flight through `node` and its ancestors."""
     while node >= 0:
@@ -190,7 +192,7 @@ def _add_pending(base, node, delta, parent, pending):  # pragma: no cover - comp
         node = parent[base + node]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _add_value(
     base, node, value, pending_delta, parent, action_of, mover_sign, visits, value_sum, pending, child_visits,
     child_value_sum,
@@ -209,7 +211,7 @@ def _add_value(
         node = up
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _gather(
     kind, virtual_loss, children, child_visits, child_value_sum, legal, prior, visits, value_sum, q_sign, terminal,
     terminal_value, mover_sign, parent, action_of, pending, raw_value,
@@ -293,7 +295,7 @@ def _gather(
     counts[2] = full
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _record(
     rows, new, capacity, parent_to_play, child_to_play, done, result, legal, value, prior, has_prior, with_prior,
     mover_sign, q_sign, t_legal, terminal, terminal_value, t_prior, raw_value,
@@ -323,7 +325,7 @@ def _record(
             raw_value[flat] = value[i] * mover
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _backup(
     leaf_rows, leaf_nodes, values, leaves, collision_rows, collision_nodes, collisions, capacity,
     parent, action_of, mover_sign, visits, value_sum, pending, child_visits, child_value_sum,
@@ -335,7 +337,7 @@ def _backup(
         _add_pending(collision_rows[i] * capacity, collision_nodes[i], np.float32(-1.0), parent, pending)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _finish(
     rows, new, capacity, parent_to_play, child_to_play, done, result, legal, value, prior, has_prior, with_prior,
     collision_rows, collision_nodes, collisions, mover_sign, q_sign, t_legal, terminal, terminal_value, t_prior,
@@ -541,7 +543,7 @@ class Walker:
         return leaves.rows.numpy(), leaves.nodes.numpy()
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _gumbel_round(
     child_visits, child_value_sum, legal, prior, raw_value, q_sign, capacity, c_visit, c_scale, rescale, gumbel, target,
     lengths, action,
