@@ -27,7 +27,7 @@ from games import GameError
 from ..errors import UserError, internal_error, is_int
 from ..player import MAX_SECONDS, RESIGN
 from ..session import Engine, GameSession, check_budget, describe_analysis
-from .lines import TooLong, bounded_lines
+from .lines import serve_lines
 
 KNOWN = {"id", "moves", "simulations", "seconds", "top", "quit"}
 
@@ -129,13 +129,13 @@ def read_request(line: str) -> dict:
 
 
 def serve(engine: Engine, source: TextIO, sink: TextIO) -> int:
-    for line in bounded_lines(source):
-        if isinstance(line, TooLong):  # its id, if any, is not read: the reply's id is null
-            sink.write(json.dumps({"id": None, "error": line.message}) + "\n")
-            sink.flush()
-            continue
+    def reply(message: dict) -> None:
+        sink.write(json.dumps(message) + "\n")
+        sink.flush()
+
+    def handle(line: str) -> bool:
         if not line.strip():
-            continue
+            return True
         request_id = None
         try:
             request = read_request(line)
@@ -145,14 +145,16 @@ def serve(engine: Engine, source: TextIO, sink: TextIO) -> int:
             if request.get("quit"):
                 if set(request) - {"id", "quit"}:
                     raise UserError('a request that quits has no key but id: {"id": ..., "quit": true}')
-                sink.write(json.dumps({"id": request_id, "quit": True}) + "\n")
-                sink.flush()
-                return 0
-            reply = {"id": request_id, **answer(engine, request)}
+                reply({"id": request_id, "quit": True})
+                return False
+            message = {"id": request_id, **answer(engine, request)}
         except (UserError, GameError) as error:
-            reply = {"id": getattr(error, "request_id", request_id), "error": str(error)}
+            message = {"id": getattr(error, "request_id", request_id), "error": str(error)}
         except Exception as error:  # a bug must not end the engine either
-            reply = {"id": request_id, "error": internal_error(error)}
-        sink.write(json.dumps(reply) + "\n")
-        sink.flush()
+            message = {"id": request_id, "error": internal_error(error)}
+        reply(message)
+        return True
+
+    # a line too long to read: its id, if any, is not read, so the reply's id is null
+    serve_lines(source, handle, lambda line: reply({"id": None, "error": line.message}))
     return 0

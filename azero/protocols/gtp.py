@@ -55,7 +55,7 @@ from ..player import MAX_SECONDS, RESIGN
 from ..session import Engine, GameSession, describe_analysis
 from ..sgf import black_margin, resignation_text, score_text, to_sgf, write_sgf
 from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_colour, parse_vertex
-from .lines import TooLong, bounded_lines
+from .lines import TooLong, serve_lines
 
 COMMANDS = (
     "protocol_version", "name", "version", "known_command", "list_commands", "quit", "boardsize", "clear_board",
@@ -425,11 +425,7 @@ def serve(engine: GTPEngine, source: TextIO, sink: TextIO) -> int:
 
     engine.write = write
     try:
-        for line in bounded_lines(source):
-            if isinstance(line, TooLong):
-                engine.refuse(line)
-            elif not engine.handle(line):
-                return 0
+        serve_lines(source, engine.handle, engine.refuse)
         return 0
     finally:  # however the session ends (quit, the end of input, a controller gone mid-answer, ^C): its record
         engine.finish()

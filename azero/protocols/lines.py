@@ -10,7 +10,7 @@ form at once; the rest of it is read and dropped in pieces before the next line.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, TextIO
+from typing import Callable, Iterator, TextIO
 
 PROTOCOL_LINE = 1_000_000  # characters a line to our engines may hold (a 19x19 board in any form is far less)
 DRAIN_PIECE = 1 << 16  # characters read at a time while dropping the rest of a long line
@@ -52,3 +52,13 @@ def bounded_lines(stream: TextIO, limit: int = PROTOCOL_LINE) -> Iterator[str | 
             rest = stream.readline(DRAIN_PIECE)
             if not rest or rest.endswith("\n"):
                 break
+
+
+def serve_lines(stream: TextIO, handle: Callable[[str], bool], refuse: Callable[[TooLong], None]) -> None:
+    """A protocol's loop: each line of `stream` goes to `handle` until it returns False (quit)
+    or the input ends; a line too long to read goes to `refuse` (bounded_lines)."""
+    for line in bounded_lines(stream):
+        if isinstance(line, TooLong):
+            refuse(line)
+        elif not handle(line):
+            return

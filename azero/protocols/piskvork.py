@@ -31,7 +31,7 @@ from .. import __version__
 from ..errors import UserError, internal_error
 from ..player import MAX_SECONDS
 from ..session import Engine
-from .lines import TooLong, bounded_lines
+from .lines import TooLong, serve_lines
 
 MAX_INFO_MS = 86_400_000  # INFO times are read up to a day (they are milliseconds)
 MARGIN = 0.85  # share of the allowed time spent searching, at most
@@ -319,9 +319,5 @@ def serve(make_engine: Callable[[games.Game], Engine], source: TextIO, sink: Tex
         sink.flush()
 
     brain = Brain(make_engine, fixed=fixed, write=write)
-    for line in bounded_lines(source):
-        if isinstance(line, TooLong):
-            brain.refuse(line)
-        elif not brain.handle(line):
-            break
+    serve_lines(source, brain.handle, brain.refuse)
     return 0
