@@ -49,7 +49,7 @@ class SearchConfig:
                         choices=("puct", "gumbel"))
     simulations: int = _f(64, "search simulations per move in self-play", low=1)
     c_init: float = _f(1.25, "PUCT exploration constant c_init", low=0)
-    c_base: float = _f(19652.0, "PUCT exploration constant c_base", low=1)
+    c_base: float = _f(19652.0, "PUCT exploration constant c_base", low=1, high=1e9)  # search.selection.MAX_C_BASE
     fpu_reduction: float = _f(0.0, "first-play urgency: an unvisited move's value is the parent's minus this", low=0)
     dirichlet_alpha: float = _f(0.0, "PUCT root noise concentration; 0 = 10 / (typical number of legal moves)", low=0)
     noise_fraction: float = _f(0.25, "PUCT: weight of the Dirichlet noise in the root prior", low=0, high=1)

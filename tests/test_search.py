@@ -245,6 +245,18 @@ def test_unknown_criterion_is_an_error():
         choose("best", VISITS, VALUE_SUM)
 
 
+@pytest.mark.parametrize("constants", [{"c_base": 0.0}, {"c_base": -5.0}, {"c_base": 1e10}, {"c_init": -0.1},
+                                       {"c_init": math.inf}, {"c_init": math.nan}, {"c_base": math.nan}])
+def test_puct_refuses_constants_whose_exploration_weight_is_not_positive(constants):
+    """c(N) divides the value term in the compiled walks, which do not check for a zero divisor:
+    constants that make it zero, negative or not a number are refused when the rule is made."""
+    from azero.search.selection import PUCT
+
+    with pytest.raises(ValueError, match="PUCT needs"):
+        PUCT(**constants)
+    PUCT(c_init=0.0, c_base=1e9)  # the edge: c(N) is small but above 0 in float32
+
+
 def test_puct_select_is_the_argmax_of_its_scores():
     """PUCT.select computes the score scaled per tree (fewer operations); it must pick the same action."""
     from azero.search.selection import PUCT, NodeView

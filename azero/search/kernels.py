@@ -13,8 +13,8 @@ that both make the same searches on test positions. The float32 logarithm here (
 and torch's vectorised one differ in the last bit for some visit counts, so two children
 whose scores tie to within that may be ordered differently by the two forms; each form is
 deterministic and batch-independent on its own. The loops compile with numpy's error model:
-no check for a division by zero (every divisor here is positive), which lets the compiler
-vectorise the score loops over a node's children.
+no check for a division by zero (every divisor here is positive; PUCT refuses constants that
+would make one zero), which leaves the compiler free to vectorise the score loops.
 
 These loops take the tree's conventions as plain numbers: node 0 is the root and a
 negative node index is no node (search.tree's ROOT, NO_PARENT, UNEXPANDED; this module sits

@@ -122,6 +122,9 @@ class UCB1:
         return score.masked_fill_(child_n == 0, -math.inf).argmax(dim=1)
 
 
+MAX_C_BASE = 1e9
+
+
 @dataclass(frozen=True)
 class PUCT:
     """AlphaZero's PUCT: Q + c(N) * P * sqrt(N) / (1 + n), c(N) = c_init + log((N + c_base + 1) / c_base).
@@ -143,6 +146,13 @@ class PUCT:
     forced_playouts: float = 0.0
     uses_prior = True
     uses_uniform = False
+
+    def __post_init__(self):
+        # c(N) must stay above 0 in float32 (it divides the value term): c_init >= 0 and c_base
+        # within (0, MAX_C_BASE], beyond which c(N) is c_init at any visit count a tree holds
+        if not (0 <= self.c_init < math.inf and 0 < self.c_base <= MAX_C_BASE):
+            raise ValueError(f"PUCT needs 0 <= c_init < inf and 0 < c_base <= {MAX_C_BASE:g}, "
+                             f"not c_init={self.c_init!r}, c_base={self.c_base!r}")
 
     def _forced(self, view: NodeView, n: torch.Tensor) -> torch.Tensor | None:
         """bool [B, A]: the root moves visited but short of their forced visits (None: none can be).
