@@ -402,7 +402,8 @@ def bench_uct_one_game(seconds: float, repeats: int, *, iterations: int = 5000) 
 
     ours, ours_sequential, theirs, *by_roots = rates(
         acting(parallel, root, iterations), acting(sequential, root, iterations), scalar,
-        *(acting(player, root, iterations) for player in rooted.values()), seconds=seconds, repeats=repeats)
+        *(acting(player, root, player.roots * player.per_tree(iterations)) for player in rooted.values()),
+        seconds=seconds, repeats=repeats)
     roots = {str(count): {"iterations_per_s": rate, "parallel": player.leaves_per_step(player.per_tree(iterations)),
                           "over_leaf_parallel": rate / ours}
              for (count, player), rate in zip(rooted.items(), by_roots)}

@@ -95,9 +95,9 @@ class UCTPlayer(Player):
         self._keep(tree)
         if self.final == "max-robust":
             action = self._search_until_max_robust(tree, iterations, extra)
-        else:
-            action = self._choose(self.final, RootStats.of(tree, self.roots))
-        return Analysis.from_roots(RootStats.of(tree, self.roots), action)
+            return Analysis.from_roots(RootStats.of(tree, self.roots), action)
+        stats = RootStats.of(tree, self.roots)
+        return Analysis.from_roots(stats, self._choose(self.final, stats))
 
     def _keep(self, tree: Tree) -> None:
         """Keep the tree's memory for the next move unless it is big: then two players' trees
