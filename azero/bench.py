@@ -21,8 +21,7 @@ Groups (choose with --only):
                     the tree's refill with its root pass), beside a bare pass of the network
   uct_one_game      one game of 8x8 five in a row from the empty board, 5,000 rollout-UCT
                     iterations a move: leaf-parallel (the player's default) and sequential
-                    iterations/s against the plain-Python reference's; root-parallel too
-                    (`roots`: 8 trees of 8 leaves a step, 64 trees of one)
+                    iterations/s against the plain-Python reference's
   puct_one_game     one game with the default gomoku network, 800 simulations a move:
                     leaf-parallel (the player's default) and sequential simulations/s against
                     the network's own evaluations/s at the leaf batch
@@ -386,13 +385,11 @@ def bench_step(seconds: float, repeats: int) -> dict:
 
 def bench_uct_one_game(seconds: float, repeats: int, *, iterations: int = 5000) -> dict:
     """One game of 8x8 five in a row from the empty board: rollout UCT with its default leaf
-    parallelism and sequentially (one leaf per step), and the plain-Python reference, same budget;
-    also root parallelism (`roots`: R trees, their leaves of a step in one batched rollout)."""
+    parallelism and sequentially (one leaf per step), and the plain-Python reference, same budget."""
     game = games.make_from_spec("gomoku:size=8,k=5")
     root = game.initial_state(1)
     parallel = UCTPlayer(game, iterations)
     sequential = UCTPlayer(game, iterations, parallel=1)
-    rooted = {count: UCTPlayer(game, iterations, roots=count) for count in ROOT_COUNTS}
     rng = random.Random(0)
     py_root = reference.py_state_from_tensor(game, root, 0)
 
@@ -400,19 +397,11 @@ def bench_uct_one_game(seconds: float, repeats: int, *, iterations: int = 5000) 
         reference.uct(py_root, iterations, rng)
         return float(iterations)
 
-    ours, ours_sequential, theirs, *by_roots = rates(
-        acting(parallel, root, iterations), acting(sequential, root, iterations), scalar,
-        *(acting(player, root, player.roots * player.per_tree(iterations)) for player in rooted.values()),
-        seconds=seconds, repeats=repeats)
-    roots = {str(count): {"iterations_per_s": rate, "parallel": player.leaves_per_step(player.per_tree(iterations)),
-                          "over_leaf_parallel": rate / ours}
-             for (count, player), rate in zip(rooted.items(), by_roots)}
+    ours, ours_sequential, theirs = rates(acting(parallel, root, iterations), acting(sequential, root, iterations),
+                                          scalar, seconds=seconds, repeats=repeats)
     return {"iterations_per_s": ours, "sequential_iterations_per_s": ours_sequential,
             "reference_iterations_per_s": theirs, "speedup": ours / theirs,
-            "parallel": parallel.leaves_per_step(iterations), "iterations": iterations, "roots": roots}
-
-
-ROOT_COUNTS = (8, 64)  # bench_uct_one_game's root-parallel players: 8 trees of 8 leaves a step, 64 trees of 1
+            "parallel": parallel.leaves_per_step(iterations), "iterations": iterations}
 
 
 def bench_puct_one_game(seconds: float, repeats: int, *, simulations: int = 800) -> dict:

@@ -27,7 +27,6 @@ from games import Game, State
 from games.random import fold, make_keys
 
 from .search import Tree
-from .search.roots import RootStats
 
 RESIGN = -2  # a player's answer for a game it gives up (NO_ACTION is -1)
 # The most one move may ask of a player: simulations (or rollouts) and seconds of search.
@@ -65,12 +64,6 @@ class Analysis:
             pv=[tree.principal_variation(i) for i in range(tree.batch_size)],
             prior=prior,
         )
-
-    @staticmethod
-    def from_roots(stats: RootStats, action: torch.Tensor) -> "Analysis":
-        """From the root statistics of positions searched with one or more trees each (search/roots.py)."""
-        return Analysis(action=action, visits=stats.visits, q=stats.q(), value=stats.value(),
-                        pv=[stats.principal_variation(i) for i in range(stats.visits.shape[0])])
 
 
 class Player:

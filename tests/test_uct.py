@@ -298,57 +298,6 @@ def test_auto_leaf_parallelism_follows_the_budget():
     assert make("uct:5000:parallel=3", game).leaves_per_step(5000) == 3
 
 
-def test_root_parallel_uct_sums_its_trees_and_each_tree_is_a_search_of_its_own():
-    from azero.search import search
-    from azero.search.roots import RootStats, replicate
-
-    game = games.make("gomoku", size=8, k=5)
-    states = State.cat([position(game, BLOCK_FOUR, to_play=1), game.initial_state(1)])
-    keys = make_keys(5, 2)
-    player = make("uct:1000:roots=8", game)
-    assert player.spec == "uct:1000:roots=8" and player.per_tree(1000) == 125 and player.leaves_per_step(125) == 8
-    analysis = player.analyse(states, keys=keys)
-    assert analysis.visits.sum(dim=1).tolist() == [1000.0, 1000.0]  # 8 trees of 125 iterations each
-    assert game.format_action(int(analysis.action[0])) == "g7"  # O's winning move, chosen from the summed visits
-    # the summed statistics are those of 8 separate searches: copy r of position b has the
-    # position's key folded with r (copy 0 the key itself), searched on its own
-    copies, copy_keys = replicate(states, keys, 8)
-    assert copy_keys[0] == keys[0] and copy_keys[8] == keys[1] and len(set(copy_keys.tolist())) == 16
-    tree = search(game, copies, player.evaluator, player.rule, 125, copy_keys, parallel=8)
-    stats = RootStats.of(tree, 8)
-    assert torch.equal(stats.visits, analysis.visits) and torch.equal(stats.q(), analysis.q)
-    alone = search(game, states.take(torch.tensor([1])), player.evaluator, player.rule, 125, copy_keys[8:9],
-                   parallel=8)
-    assert torch.equal(alone.root_visits()[0], tree.root_visits()[8])
-    assert torch.allclose(stats.value(), (tree.child_value_sum[:, 0].view(2, 8, -1).sum(dim=(1, 2)) / 1000))
-    # its principal variation starts with the most visited move over all trees
-    assert analysis.pv[1][0] == int(analysis.visits[1].argmax()) and len(analysis.pv[1]) >= 2
-    # one tree is the player without root parallelism
-    one = make("uct:125:parallel=8,roots=1", game).analyse(states, keys=keys)
-    assert torch.equal(one.visits, tree.root_visits()[[0, 8]]) and one.pv[1] == tree.principal_variation(8)
-
-
-def test_root_parallel_uct_keeps_every_criterion_clock_and_live_analysis():
-    game = games.make("tictactoe")
-    s = position(game, """
-    X X .
-    O O .
-    . . .""", to_play=0)
-    for final in ("robust", "max", "max-robust", "secure"):
-        player = make(f"uct:300:final={final},roots=4", game)
-        assert game.format_action(int(player.act(s, keys=make_keys(0, 1)))) == "c3", final
-    seen = []
-    analysis = make("uct:400:roots=4", game).analyse(s, keys=make_keys(0, 1), simulations=400,
-                                                     on_progress=seen.append)
-    assert seen and float(analysis.visits.sum()) == 400 and seen[-1].visits.shape == (1, 9)
-    timed = make("uct:1000000:seconds=0.2,roots=4", game)
-    timed.prepare(s)
-    assert game.format_action(int(timed.act(s))) == "c3"
-    for bad in ("uct:100:roots=0", "uct:100:roots=257", "uct:100:roots=two"):
-        with pytest.raises(UserError, match="roots"):
-            make(bad, game)
-
-
 def test_a_player_with_its_own_clock_searches_for_that_long():
     game = games.make("gomoku", size=8, k=5)
     player = make("uct:10000000:seconds=0.3", game)

@@ -121,9 +121,9 @@ class TreeMethods:
         total = self.child_value_sum[:, ROOT].sum(dim=1)
         return torch.where(n > 0, total / n.clamp(min=1), torch.zeros_like(n))
 
-    def principal_variation(self, index: int, max_length: int = 20, node: int = ROOT) -> list[int]:
-        """The most visited line from the root of tree `index` (actions), or from its node `node`."""
-        line = []
+    def principal_variation(self, index: int, max_length: int = 20) -> list[int]:
+        """The most visited line from the root of tree `index` (actions)."""
+        line, node = [], ROOT
         for _ in range(max_length):
             visits = self.child_visits[index, node]
             if not bool((visits > 0).any()):
