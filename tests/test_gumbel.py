@@ -140,7 +140,7 @@ def test_a_gumbel_tree_that_starts_small_grows_and_searches_as_a_whole_one(monke
     states, keys = game.initial_state(2), make_keys(3, 2)
     whole = searcher.gumbel_search(states, keys, 40, noise=True, should_stop=lambda: False)
     assert whole.tree.capacity == 41
-    import azero.search.gumbel as gumbel_module
+    import azero.search.tree as tree_module
 
     sizes = []
 
@@ -148,7 +148,7 @@ def test_a_gumbel_tree_that_starts_small_grows_and_searches_as_a_whole_one(monke
         sizes.append((tree.capacity, capacity))
         return search_module.grow(tree, capacity)
 
-    monkeypatch.setattr(gumbel_module, "grow", grow)
+    monkeypatch.setattr(tree_module, "grow", grow)  # (the growth of search.tree.room_for)
     monkeypatch.setattr(search_module, "INITIAL_TREE_BYTES", 1)  # start at MIN_NODES, then grow
     monkeypatch.setattr(search_module, "MIN_NODES", 8)
     assert searcher.gumbel_search(states, keys, 40, noise=True).tree.capacity == 41  # no deadline: all at once
