@@ -417,6 +417,8 @@ class Walker:
         self.leaves = Leaves(*(torch.empty(most, dtype=torch.long) for _ in Leaves._fields))
         self.collision_rows, self.collision_nodes = (torch.empty(most, dtype=torch.long) for _ in range(2))
         self.counts = np.zeros(3, dtype=np.int64)
+        self.values = np.empty(most, dtype=np.float32)  # finish's copy of the leaves' values
+        self.last_leaves: tuple[int, Leaves | None] = (-1, None)  # gather's last answer: views of the buffers
         self.collision_rows_np, self.collision_nodes_np = self.collision_rows.numpy(), self.collision_nodes.numpy()
         self.outputs = (*(t.numpy() for t in self.leaves), self.collision_rows_np, self.collision_nodes_np, self.counts)
         self.no_value = np.zeros(0, np.float32)
@@ -471,10 +473,12 @@ class Walker:
             self.imposed = False
         _gather(self.kind, self.virtual_loss, *self.arrays, self.keys, self.next_node, budget.numpy(),
                 self.root_action_np, self.capacity, *self.params, *self.outputs)
-        leaves, self.collisions, full = (int(x) for x in self.counts)
+        leaves, self.collisions, full = self.counts.tolist()
         if full:
             raise RuntimeError(f"search tree is full ({self.capacity} nodes); allocate more capacity")
-        return Leaves(*(t[:leaves] for t in self.leaves))
+        if self.last_leaves[0] != leaves:  # (views of the buffers: the same views serve every step of that size)
+            self.last_leaves = (leaves, Leaves(*(t[:leaves] for t in self.leaves)))
+        return self.last_leaves[1]
 
     def finish(self, leaves: Leaves, parent_to_play, to_play, done, legal, result, prior, value,
                arrays: tuple | None = None) -> None:
@@ -486,9 +490,10 @@ class Walker:
         game is over) from the leaf to the root, and the pending visits of the step's walks
         taken back. One compiled call. `arrays`: games.base.Expansion.arrays, the same fields as
         numpy arrays (read instead of the tensors when given)."""
-        value = value.to(torch.float32, copy=True)
         has_prior = prior is not None
         rows, nodes = self._found(leaves)
+        values = self.values[:rows.shape[0]]  # (written where the game is over: the caller's tensor stays as it was)
+        values[:] = value.numpy() if value.dtype == torch.float32 else value.to(torch.float32).numpy()
         if arrays is not None:
             legal_np, result_np, _, to_play_np, parent_to_play_np, done_np = arrays
             legal_np, done_np = legal_np.view(np.uint8), done_np.view(np.uint8)
@@ -506,7 +511,7 @@ class Walker:
             done_np,
             result_np,
             legal_np,
-            value.numpy(),
+            values,
             prior.to(torch.float32).contiguous().numpy() if has_prior else self.no_prior,
             has_prior,
             self.tree.prior is not None,
@@ -537,6 +542,8 @@ class Walker:
         """The rows and nodes of `leaves` as numpy arrays: prefixes of the walker's own buffers
         when `leaves` came from its gather (a tensor's .numpy() costs more than the loops here)."""
         count = leaves.rows.shape[0]
+        if leaves is self.last_leaves[1]:
+            return self.outputs[0][:count], self.outputs[1][:count]
         ours = leaves.rows.data_ptr() == self.leaves.rows.data_ptr()
         if ours and leaves.nodes.data_ptr() == self.leaves.nodes.data_ptr():
             return self.outputs[0][:count], self.outputs[1][:count]
