@@ -309,22 +309,32 @@ def test_ucb1_select_takes_untried_moves_first_then_the_best_score():
         assert torch.allclose(picked, scores.max(dim=1).values, rtol=1e-5, atol=1e-6)
 
 
-def test_a_tree_refilled_in_place_equals_a_new_one():
-    """new_tree(reuse=old) writes into the old arrays and gives exactly the tree a fresh call gives."""
+@pytest.mark.parametrize("rule", ["ucb1", "puct"])
+def test_a_tree_refilled_in_place_equals_a_new_one(rule):
+    """new_tree(reuse=old) writes into the old arrays and gives exactly the tree a fresh call gives,
+    also where the old tree's nodes below the root had children (whose rows a refill clears)."""
     import dataclasses
 
+    from azero.search import PUCT
     from azero.search.tree import new_tree
 
     g = games.make("gomoku", size=6, k=4)
     roots = g.step(g.initial_state(3), torch.tensor([0, 7, 14]))
-    old = search(g, g.initial_state(3), RolloutEvaluator(g), UCB1(), 20, make_keys(1, 3))
-    fresh = new_tree(g, roots, 21, make_keys(2, 3), with_prior=False)
-    reused = new_tree(g, roots, 21, make_keys(2, 3), with_prior=False, reuse=old)
+    with_prior = rule == "puct"
+    if with_prior:  # a peaked prior: the search goes deep, leaf-parallel walks leave collisions behind
+        prior = torch.softmax(torch.linspace(4.0, 0.0, 36).repeat(3, 1), dim=1)
+        old = search(g, g.initial_state(3), RolloutEvaluator(g), PUCT(), 60, make_keys(1, 3), root_prior=prior,
+                     parallel=4)
+    else:
+        old = search(g, g.initial_state(3), RolloutEvaluator(g), UCB1(), 20, make_keys(1, 3))
+    assert not with_prior or bool((old.parent > 0).any())  # nodes below the root had children
+    fresh = new_tree(g, roots, old.capacity, make_keys(2, 3), with_prior=with_prior)
+    reused = new_tree(g, roots, old.capacity, make_keys(2, 3), with_prior=with_prior, reuse=old)
     assert reused.children.data_ptr() == old.children.data_ptr()  # the memory was taken over
     for f in dataclasses.fields(fresh):
         a, b = getattr(fresh, f.name), getattr(reused, f.name)
         assert a.equal(b) if isinstance(a, torch.Tensor) else (a is None and b is None) or a.equal(b), f.name
-    other_size = new_tree(g, roots, 9, make_keys(2, 3), with_prior=False, reuse=old)  # shapes differ: new arrays
+    other_size = new_tree(g, roots, 9, make_keys(2, 3), with_prior=with_prior, reuse=old)  # shapes differ: new arrays
     assert other_size.children.shape == (3, 9, 36) and other_size.children.data_ptr() != old.children.data_ptr()
 
 

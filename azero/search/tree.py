@@ -43,6 +43,8 @@ class TreeField:
     node_ids:    the array holds node indices: renumbered when a subtree is kept, and `empty`
                  where they named a node left behind
     from_parent: the array describes the edge into the node: a new root holds `empty`
+    at_parents:  (per edge) entries leave `empty` only in the rows of nodes that have a child:
+                 a refilled tree clears those rows, not the whole array
     """
 
     name: str
@@ -53,6 +55,7 @@ class TreeField:
     with_prior: bool = False
     node_ids: bool = False
     from_parent: bool = False
+    at_parents: bool = False
 
     def shape(self, batch: int, nodes: int, actions: int) -> tuple[int, ...]:
         return (batch, nodes, actions) if self.per_edge else (batch, nodes)
@@ -80,9 +83,9 @@ FIELDS: tuple[TreeField, ...] = (
     per_node("terminal", torch.bool, False, "the game is over at the node"),
     per_node("terminal_value", torch.float32, 0.0, "the result there, first player's view"),
     per_edge("legal", torch.bool, False, "legal actions at the node"),
-    per_edge("children", torch.int32, UNEXPANDED, "child node per action", node_ids=True),
-    per_edge("child_visits", torch.float32, 0.0, "visits of each child (0 if not expanded)"),
-    per_edge("child_value_sum", torch.float32, 0.0, "value sums of each child, chooser's view"),
+    per_edge("children", torch.int32, UNEXPANDED, "child node per action", node_ids=True, at_parents=True),
+    per_edge("child_visits", torch.float32, 0.0, "visits of each child (0 if not expanded)", at_parents=True),
+    per_edge("child_value_sum", torch.float32, 0.0, "value sums of each child, chooser's view", at_parents=True),
     per_edge("prior", torch.float32, 0.0, "policy prior at the node", with_prior=True),
     per_node("raw_value", torch.float32, 0.0, "the evaluator's value of the node, mover's view "
              "(Gumbel's mixed value)", with_prior=True),
@@ -188,13 +191,16 @@ def new_tree(
     if states is None:
         states = roots.repeat_interleave(nodes)
     arrays = {}
+    parents = _parent_rows(reuse) if reuse is not None else None
     for f in Tree.FIELDS:
         shape = f.shape(batch, nodes, actions)
         old = getattr(reuse, f.name, None)
         if f.with_prior and not with_prior:
             arrays[f.name] = None
         elif old is not None and old.shape == shape and old.dtype == f.dtype and old.device == device:
-            arrays[f.name] = old.fill_(f.empty)
+            # (most nodes of a search are leaves: their rows of these arrays were never written)
+            arrays[f.name] = old.view(-1, actions).index_fill_(0, parents, f.empty).view(shape) if f.at_parents \
+                else old.fill_(f.empty)
         else:
             arrays[f.name] = torch.full(shape, f.empty, dtype=f.dtype, device=device)
     tree = Tree(states=states, next_node=torch.full((batch,), ROOT + 1, device=device), keys=keys.to(device), **arrays)
@@ -209,6 +215,16 @@ def new_tree(
         if root_value is not None:
             tree.raw_value[:, ROOT] = root_value.to(device) * tree.mover_sign[:, ROOT]
     return tree
+
+
+def _parent_rows(tree: Tree) -> torch.Tensor:
+    """long [k]: the flat rows (b * N + n) of the nodes that have a child, each once."""
+    batch, nodes = tree.parent.shape
+    base = torch.arange(0, batch * nodes, nodes, device=tree.parent.device).unsqueeze(1)
+    # the root's and unused nodes' NO_PARENT mark the extra last entry
+    flat = torch.where(tree.parent >= 0, tree.parent + base, batch * nodes).view(-1)
+    has_child = torch.zeros(batch * nodes + 1, dtype=torch.bool, device=flat.device).index_fill_(0, flat, True)
+    return has_child[:-1].nonzero().squeeze(1)
 
 
 def node_bytes(states: State, actions: int, with_prior: bool) -> int:
