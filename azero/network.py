@@ -32,7 +32,6 @@ modules run, computes the policy and the value alone. `outputs` returns
 from __future__ import annotations
 
 import contextlib
-import contextlib
 import copy
 import itertools
 import threading
