@@ -469,6 +469,46 @@ def test_gumbel_searches_the_same(considered, simulations, parallel, rescale):
     assert int((ours[1][:, 1:] > 1).sum()) > 0  # below the root too: nodes visited more than once
 
 
+@pytest.mark.parametrize("rescale", [False, True])
+@pytest.mark.parametrize("priors", ["spread", "peaked", "underflowed"])
+def test_gumbel_scores_below_the_root_match_the_torch_rule(priors, rescale):
+    """The compiled Gumbel score of a node (pi' from prior * exp(sigma - max sigma), without
+    logarithms) against selection.Gumbel.scores (softmax of log prior + sigma) on random nodes:
+    equal to float32 rounding, the same move chosen, also where the priors underflowed to 0
+    (products of float32's smallest normal)."""
+    import numpy as np
+
+    from azero.search import Gumbel
+    from azero.search import kernels as search_kernels
+    from azero.search.selection import NodeView
+
+    generator = torch.Generator().manual_seed(7)
+    batch, actions = 64, 36
+    legal = torch.rand(batch, actions, generator=generator) < 0.8
+    legal[:, 0] = True
+    visits = torch.where(legal & (torch.rand(batch, actions, generator=generator) < 0.3),
+                         torch.randint(1, 20, (batch, actions), generator=generator).float(), torch.zeros(()))
+    value_sum = visits * (torch.rand(batch, actions, generator=generator) * 2 - 1)
+    logits = torch.randn(batch, actions, generator=generator) * {"spread": 1.0, "peaked": 6.0, "underflowed": 1.0}[priors]
+    prior = torch.softmax(logits.masked_fill(~legal, -float("inf")), dim=1)
+    if priors == "underflowed":
+        prior = torch.zeros_like(prior)
+    raw = torch.rand(batch, generator=generator) * 2 - 1
+    rule = Gumbel(c_visit=50.0, c_scale=0.1 if rescale else 1.0, rescale=rescale)
+    view = NodeView(visits=visits.sum(dim=1), q=torch.zeros(batch), child_visits=visits, child_value_sum=value_sum,
+                    prior=prior, legal=legal, uniform=torch.zeros(batch), active=None, pending=None,
+                    child_pending=None, raw_value=raw)
+    theirs = rule.scores(view)
+    ours = torch.empty(batch, actions)
+    arrays = [t.contiguous().numpy() for t in (visits, value_sum, legal.to(torch.uint8), prior)]
+    for b in range(batch):
+        search_kernels._gumbel_scores(b, *arrays, np.float32(raw[b]), rule.c_visit, rule.c_scale, rescale,
+                                      ours[b].numpy())
+    assert torch.equal(torch.isinf(ours), ~legal)
+    assert torch.allclose(ours[legal], theirs[legal], rtol=1e-5, atol=1e-6)
+    assert torch.equal(ours.argmax(dim=1), theirs.argmax(dim=1))
+
+
 def test_a_tree_that_reaches_finished_games_backs_up_their_results():
     # X to move wins at c3 at once; every path through c3 ends at a finished game.
     game = games.make("tictactoe")

@@ -31,7 +31,9 @@ different root moves cannot meet).
 
 On a CPU, with UCB1, PUCT or Gumbel, the walks and the backup run as compiled loops over
 the trees (search/kernels.py) with the same rules as the torch form below (children whose
-scores tie to within float32 rounding of a logarithm may be ordered differently).
+scores tie to within float32 rounding may be ordered differently: the compiled loops' logarithms
+and exponentials are not torch's, and Gumbel's policy below the root is computed there as
+prior * exp(sigma), normalised, not as a softmax of logarithms).
 """
 
 from __future__ import annotations

@@ -197,7 +197,7 @@ def chosen_action(tree: Tree, rule: Gumbel, gumbel: torch.Tensor) -> torch.Tenso
 
 
 def round_actions(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, target: torch.Tensor, lengths: torch.Tensor,
-                  width: int) -> torch.Tensor:
+                  width: int, log_prior=None) -> torch.Tensor:
     """long [B, width]: the root moves of the next lengths[b] (long [B], at most width)
     simulations of tree b, all of one round of the schedule (each wants a move with `target`
     visits, float [B]), NO_ACTION after them. Walk j takes the best legal move by
@@ -211,9 +211,10 @@ def round_actions(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, target: torch.
     move), is counted. So the round's walks can go to the network in one call. With the
     rule's `rescale`, sigma's min and max are those of the round's start: the later walks'
     moves may then differ from choosing before each simulation (the first round's do not).
+    log_prior: for the compiled form, the roots' log priors (kernels.root_log_prior), made once a search.
     """
     if kernels.supports_tree(tree) and gumbel.device.type == "cpu":
-        return kernels.gumbel_round_actions(tree, rule, gumbel, target, lengths, width)
+        return kernels.gumbel_round_actions(tree, rule, gumbel, target, lengths, width, log_prior)
     visits, legal = tree.child_visits[:, ROOT].clone(), tree.legal[:, ROOT]
     rows = torch.arange(tree.batch_size, device=visits.device)
     out = torch.full((tree.batch_size, width), NO_ACTION, dtype=torch.long, device=visits.device)
@@ -282,11 +283,13 @@ def gumbel_search(
     # searched + step when it ends)
     width = simulations if _kept(rows, simulations) else max(SCHEDULE_WINDOW, chunk)
     first, table, runs = 0, None, None
+    # the roots' priors stay as they are: the compiled rounds take their logarithms once
+    log_prior = kernels.root_log_prior(tree) if kernels.supports_tree(tree) and gumbel.device.type == "cpu" else None
 
     def next_root_actions(budget: torch.Tensor) -> torch.Tensor:
         at = done.clamp(max=simulations - 1) - first  # (a tree with its simulations done has budget 0)
         lengths = torch.minimum(runs[counts, at], budget.to(done.device))  # what is left of each tree's round
-        actions = round_actions(tree, rule, gumbel, table[counts, at], lengths, parallel)
+        actions = round_actions(tree, rule, gumbel, table[counts, at], lengths, parallel, log_prior)
         done.add_(lengths)
         return actions
 

@@ -64,10 +64,11 @@ def _first_max(scores, count):  # pragma: no cover - compiled; torch.argmax: the
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out):  # pragma: no cover - compiled
-    """out[a] = log prior + sigma(completed Q) at node `flat`, -inf where illegal (selection.Gumbel.logits;
-    `rescale`: sigma's q_hat min-max normalised over the legal moves); raw: the node's raw value for the
-    chooser. Returns the node's total child visits."""
+def _gumbel_sigma(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out):  # pragma: no cover - compiled
+    """out[a] = sigma(completed Q) at node `flat` for every action (selection.sigma; `rescale`: q_hat
+    min-max normalised over the legal moves); raw: the node's raw value for the chooser. Returns
+    the node's total child visits and sigma of the mixed value, which completes the Q of every
+    unvisited move."""
     actions = out.shape[0]
     total, most = np.float32(0.0), np.float32(0.0)
     weighted, weight_sum = np.float32(0.0), np.float32(0.0)
@@ -98,8 +99,80 @@ def _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_vis
         n = child_visits[flat, a]
         q = child_value_sum[flat, a] / n if n > 0 else mixed
         q_hat = (q - low) / span if rescale else np.float32(0.5) * (q + np.float32(1.0))
-        value = np.log(max(prior[flat, a], _TINY)) + scale * q_hat
-        out[a] = value if legal[flat, a] != 0 else -np.float32(np.inf)
+        out[a] = scale * q_hat
+    mixed_hat = (mixed - low) / span if rescale else np.float32(0.5) * (mixed + np.float32(1.0))
+    return total, scale * mixed_hat
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out):  # pragma: no cover - compiled
+    """out[a] = log prior + sigma(completed Q) at node `flat`, -inf where illegal (selection.Gumbel.logits).
+    Returns the node's total child visits."""
+    total, _ = _gumbel_sigma(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out)
+    for a in range(out.shape[0]):  # (a logarithm only where it is read: each is a call of its own)
+        out[a] = np.log(max(prior[flat, a], _TINY)) + out[a] if legal[flat, a] != 0 else -np.float32(np.inf)
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _gumbel_scores(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out):  # pragma: no cover - compiled
+    """out[a] = pi'(a) - N(a) / (1 + sum N) at node `flat`, -inf where illegal (selection.Gumbel.scores).
+
+    pi' = softmax(log prior + sigma) is computed as prior * exp(sigma - max sigma), normalised:
+    the same policy (but for float32 rounding) without a logarithm, and with one exponential
+    for each visited move and one for all the unvisited, whose sigma is the mixed value's
+    (those calls to the maths library were most of a walk's cost). A prior that underflowed to
+    0 counts as float32's smallest normal, as in the logarithms; the move of largest sigma
+    keeps its whole prior, so the sum is at least that, and products below float32's normals
+    round by under 1e-7 of pi'."""
+    actions = out.shape[0]
+    total, most = np.float32(0.0), np.float32(0.0)
+    weighted, weight_sum = np.float32(0.0), np.float32(0.0)
+    low, high = _INF, -_INF  # (with rescale) the visited moves' Q, then the completed Q of the unvisited
+    unvisited = False  # a legal move not visited, whose completed Q is the mixed value
+    for a in range(actions):  # (as _gumbel_sigma's first pass)
+        n = child_visits[flat, a]
+        total += n
+        most = max(most, n)
+        if n > 0:
+            p = max(prior[flat, a], _TINY)
+            q = child_value_sum[flat, a] / n
+            weighted += p * q
+            weight_sum += p
+            if rescale:
+                low, high = min(low, q), max(high, q)
+        elif legal[flat, a] != 0:
+            unvisited = True
+    mean_q = weighted / max(weight_sum, _TINY)
+    mixed = (raw + total * mean_q) / (np.float32(1.0) + total)
+    scale = (np.float32(c_visit) + most) * np.float32(c_scale)
+    span = np.float32(1.0)
+    if rescale:
+        if unvisited:
+            low, high = min(low, mixed), max(high, mixed)
+        span = max(high - low, _RESCALE_EPSILON)
+    mixed_hat = (mixed - low) / span if rescale else np.float32(0.5) * (mixed + np.float32(1.0))
+    unvisited_sigma = scale * mixed_hat
+    top = unvisited_sigma if unvisited else -_INF
+    for a in range(actions):  # sigma of the visited moves (the few), and the largest sigma
+        n = child_visits[flat, a]
+        if n > 0:
+            q = child_value_sum[flat, a] / n
+            q_hat = (q - low) / span if rescale else np.float32(0.5) * (q + np.float32(1.0))
+            out[a] = scale * q_hat
+            top = max(top, out[a])
+    shared = np.exp(unvisited_sigma - top)
+    mass = np.float32(0.0)
+    for a in range(actions):
+        if legal[flat, a] != 0:
+            weight = np.exp(out[a] - top) if child_visits[flat, a] > 0 else shared
+            out[a] = max(prior[flat, a], _TINY) * weight
+            mass += out[a]
+    for a in range(actions):
+        if legal[flat, a] != 0:
+            out[a] = out[a] / mass - child_visits[flat, a] / (np.float32(1.0) + total)
+        else:
+            out[a] = -_INF
     return total
 
 
@@ -112,16 +185,7 @@ def _select(
     actions = children.shape[1]
     if kind == GUMBEL_KIND:  # (no pending visits: the walks of a step go below different root moves)
         raw = raw_value[flat] * q_sign[flat]
-        total = _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale,
-                               scores)
-        top = scores[_first_max(scores, actions)]
-        mass = np.float32(0.0)
-        for a in range(actions):
-            if legal[flat, a] != 0:
-                mass += np.exp(scores[a] - top)
-        for a in range(actions):  # pi'(a) - N(a) / (1 + sum N), -inf if illegal
-            if legal[flat, a] != 0:
-                scores[a] = np.exp(scores[a] - top) / mass - child_visits[flat, a] / (np.float32(1.0) + total)
+        _gumbel_scores(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, scores)
         return _first_max(scores, actions)
     # the descents in flight through each child (zeros, and the sequential scores, when none is)
     node_pending = pending[flat]
@@ -553,7 +617,7 @@ class Walker:
 @njit(cache=True, nogil=True, error_model="numpy")
 def _gumbel_round(
     child_visits, child_value_sum, legal, prior, raw_value, q_sign, capacity, c_visit, c_scale, rescale, gumbel, target,
-    lengths, action,
+    lengths, log_prior, action,
 ):  # pragma: no cover - compiled
     batch, actions = gumbel.shape
     scores = np.empty(actions, dtype=np.float32)
@@ -564,10 +628,11 @@ def _gumbel_round(
         for j in range(action.shape[1]):
             action[b, j] = -1
         for j in range(lengths[b]):
-            _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, scores)
+            # the logits (_gumbel_logits) from the root's logarithms, which stay as they are all search
+            _gumbel_sigma(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, scores)
             found = False
             for a in range(actions):  # (an illegal move stays -inf whatever its noise: -inf + inf is NaN)
-                scores[a] = scores[a] + gumbel[b, a] if legal[flat, a] != 0 else -np.float32(np.inf)
+                scores[a] = log_prior[b, a] + scores[a] + gumbel[b, a] if legal[flat, a] != 0 else -np.float32(np.inf)
                 wanted = child_visits[flat, a] == target[b] and legal[flat, a] != 0
                 found |= wanted
                 candidates[a] = scores[a] if wanted else -np.float32(np.inf)
@@ -578,20 +643,38 @@ def _gumbel_round(
             child_visits[flat, action[b, j]] -= np.float32(1.0)
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def _root_log_prior(prior, legal, capacity, out):  # pragma: no cover - compiled
+    for b in range(out.shape[0]):
+        flat = b * capacity
+        for a in range(out.shape[1]):
+            out[b, a] = np.log(max(prior[flat, a], _TINY)) if legal[flat, a] != 0 else -np.float32(np.inf)
+
+
+def root_log_prior(tree) -> np.ndarray:
+    """float32 [B, A]: the roots' log priors as the compiled Gumbel loops take them (log of float32's
+    smallest normal where a prior is 0, -inf where a move is illegal), for gumbel_round_actions."""
+    out = np.empty((tree.batch_size, tree.num_actions), dtype=np.float32)
+    _root_log_prior(_numpy(tree.prior), _numpy(tree.legal), tree.capacity, out)
+    return out
+
+
 def gumbel_round_actions(tree, rule, gumbel: torch.Tensor, target: torch.Tensor, lengths: torch.Tensor,
-                         width: int) -> torch.Tensor:
+                         width: int, log_prior: np.ndarray | None = None) -> torch.Tensor:
     """The compiled form of search.gumbel.round_actions: long [B, width], the root moves of
     the next lengths[b] walks of tree b, each the best by g + logits + sigma(q_hat) among the
     legal moves with `target` (float [B]) visits (the best of all where none has), the
-    earlier walks' moves counted as visited once more; NO_ACTION after them. gumbel: float [B, A]."""
+    earlier walks' moves counted as visited once more; NO_ACTION after them. gumbel: float [B, A];
+    log_prior: root_log_prior(tree), which a search may make once for all its rounds (else made here)."""
     if int(lengths.max()) > width:
         raise ValueError(f"a round of {int(lengths.max())} walks for {width} columns")
     action = torch.empty(tree.batch_size, width, dtype=torch.long)
+    log_prior = root_log_prior(tree) if log_prior is None else log_prior
     _gumbel_round(
         _numpy(tree.child_visits), _numpy(tree.child_value_sum), _numpy(tree.legal), _numpy(tree.prior),
         _numpy(tree.raw_value), _numpy(tree.q_sign), tree.capacity, float(rule.c_visit), float(rule.c_scale),
         float(rule.rescale),
         gumbel.to(torch.float32).contiguous().numpy(), target.to(torch.float32).contiguous().numpy(),
-        lengths.to(torch.long).contiguous().numpy(), action.numpy(),
+        lengths.to(torch.long).contiguous().numpy(), log_prior, action.numpy(),
     )
     return action
