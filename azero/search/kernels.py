@@ -64,17 +64,16 @@ def _first_max(scores, count):  # pragma: no cover - compiled; torch.argmax: the
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _gumbel_sigma(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out):  # pragma: no cover - compiled
-    """out[a] = sigma(completed Q) at node `flat` for every action (selection.sigma; `rescale`: q_hat
-    min-max normalised over the legal moves); raw: the node's raw value for the chooser. Returns
-    the node's total child visits and sigma of the mixed value, which completes the Q of every
-    unvisited move."""
-    actions = out.shape[0]
+def _gumbel_node(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale):  # pragma: no cover - compiled
+    """What sigma(completed Q) needs at node `flat` (selection.completed_q and sigma; raw: the
+    node's raw value for the chooser): (the node's total child visits, sigma's scale, the low
+    end and the span of q_hat's range (`rescale`: the legal moves' completed Q), the mixed value
+    that completes the Q of the unvisited moves, whether a legal move is unvisited)."""
     total, most = np.float32(0.0), np.float32(0.0)
     weighted, weight_sum = np.float32(0.0), np.float32(0.0)
     low, high = _INF, -_INF  # (with rescale) the visited moves' Q, then the completed Q of the unvisited
-    unvisited = False  # (with rescale) a legal move not visited, whose completed Q is the mixed value
-    for a in range(actions):
+    unvisited = False
+    for a in range(child_visits.shape[1]):
         n = child_visits[flat, a]
         total += n
         most = max(most, n)
@@ -85,7 +84,7 @@ def _gumbel_sigma(flat, child_visits, child_value_sum, legal, prior, raw, c_visi
             weight_sum += p
             if rescale:
                 low, high = min(low, q), max(high, q)
-        elif rescale and legal[flat, a] != 0:
+        elif legal[flat, a] != 0:
             unvisited = True
     mean_q = weighted / max(weight_sum, _TINY)
     mixed = (raw + total * mean_q) / (np.float32(1.0) + total)
@@ -95,20 +94,33 @@ def _gumbel_sigma(flat, child_visits, child_value_sum, legal, prior, raw, c_visi
         if unvisited:
             low, high = min(low, mixed), max(high, mixed)
         span = max(high - low, _RESCALE_EPSILON)
-    for a in range(actions):
+    return total, scale, low, span, mixed, unvisited
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _q_hat(q, low, span, rescale):  # pragma: no cover - compiled; sigma's value on [0, 1]
+    return (q - low) / span if rescale else np.float32(0.5) * (q + np.float32(1.0))
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _gumbel_sigma(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out):  # pragma: no cover - compiled
+    """out[a] = sigma(completed Q) at node `flat` for every action (selection.sigma; `rescale`: q_hat
+    min-max normalised over the legal moves); raw: the node's raw value for the chooser. Returns
+    the node's total child visits."""
+    total, scale, low, span, mixed, _ = _gumbel_node(flat, child_visits, child_value_sum, legal, prior, raw, c_visit,
+                                                     c_scale, rescale)
+    for a in range(out.shape[0]):
         n = child_visits[flat, a]
         q = child_value_sum[flat, a] / n if n > 0 else mixed
-        q_hat = (q - low) / span if rescale else np.float32(0.5) * (q + np.float32(1.0))
-        out[a] = scale * q_hat
-    mixed_hat = (mixed - low) / span if rescale else np.float32(0.5) * (mixed + np.float32(1.0))
-    return total, scale * mixed_hat
+        out[a] = scale * _q_hat(q, low, span, rescale)
+    return total
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out):  # pragma: no cover - compiled
     """out[a] = log prior + sigma(completed Q) at node `flat`, -inf where illegal (selection.Gumbel.logits).
     Returns the node's total child visits."""
-    total, _ = _gumbel_sigma(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out)
+    total = _gumbel_sigma(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out)
     for a in range(out.shape[0]):  # (a logarithm only where it is read: each is a call of its own)
         out[a] = np.log(max(prior[flat, a], _TINY)) + out[a] if legal[flat, a] != 0 else -np.float32(np.inf)
     return total
@@ -126,40 +138,14 @@ def _gumbel_scores(flat, child_visits, child_value_sum, legal, prior, raw, c_vis
     keeps its whole prior, so the sum is at least that, and products below float32's normals
     round by under 1e-7 of pi'."""
     actions = out.shape[0]
-    total, most = np.float32(0.0), np.float32(0.0)
-    weighted, weight_sum = np.float32(0.0), np.float32(0.0)
-    low, high = _INF, -_INF  # (with rescale) the visited moves' Q, then the completed Q of the unvisited
-    unvisited = False  # a legal move not visited, whose completed Q is the mixed value
-    for a in range(actions):  # (as _gumbel_sigma's first pass)
-        n = child_visits[flat, a]
-        total += n
-        most = max(most, n)
-        if n > 0:
-            p = max(prior[flat, a], _TINY)
-            q = child_value_sum[flat, a] / n
-            weighted += p * q
-            weight_sum += p
-            if rescale:
-                low, high = min(low, q), max(high, q)
-        elif legal[flat, a] != 0:
-            unvisited = True
-    mean_q = weighted / max(weight_sum, _TINY)
-    mixed = (raw + total * mean_q) / (np.float32(1.0) + total)
-    scale = (np.float32(c_visit) + most) * np.float32(c_scale)
-    span = np.float32(1.0)
-    if rescale:
-        if unvisited:
-            low, high = min(low, mixed), max(high, mixed)
-        span = max(high - low, _RESCALE_EPSILON)
-    mixed_hat = (mixed - low) / span if rescale else np.float32(0.5) * (mixed + np.float32(1.0))
-    unvisited_sigma = scale * mixed_hat
+    total, scale, low, span, mixed, unvisited = _gumbel_node(flat, child_visits, child_value_sum, legal, prior, raw,
+                                                             c_visit, c_scale, rescale)
+    unvisited_sigma = scale * _q_hat(mixed, low, span, rescale)
     top = unvisited_sigma if unvisited else -_INF
     for a in range(actions):  # sigma of the visited moves (the few), and the largest sigma
         n = child_visits[flat, a]
         if n > 0:
-            q = child_value_sum[flat, a] / n
-            q_hat = (q - low) / span if rescale else np.float32(0.5) * (q + np.float32(1.0))
-            out[a] = scale * q_hat
+            out[a] = scale * _q_hat(child_value_sum[flat, a] / n, low, span, rescale)
             top = max(top, out[a])
     shared = np.exp(unvisited_sigma - top)
     mass = np.float32(0.0)
