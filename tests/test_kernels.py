@@ -486,9 +486,13 @@ def test_gumbel_scores_below_the_root_match_the_torch_rule(priors, rescale):
     batch, actions = 64, 36
     legal = torch.rand(batch, actions, generator=generator) < 0.8
     legal[:, 0] = True
+    legal[1] = False  # a node without a legal move: every score -inf
     visits = torch.where(legal & (torch.rand(batch, actions, generator=generator) < 0.3),
                          torch.randint(1, 20, (batch, actions), generator=generator).float(), torch.zeros(()))
+    visits[2:4] = torch.where(legal[2:4], 3.0, 0.0)  # every legal move visited
+    visits[4] = 0.0  # none visited
     value_sum = visits * (torch.rand(batch, actions, generator=generator) * 2 - 1)
+    value_sum[3] = visits[3] * 0.25  # all moves of equal Q (rescale's range is empty)
     logits = torch.randn(batch, actions, generator=generator) * {"spread": 1.0, "peaked": 6.0, "underflowed": 1.0}[priors]
     prior = torch.softmax(logits.masked_fill(~legal, -float("inf")), dim=1)
     if priors == "underflowed":
@@ -502,8 +506,8 @@ def test_gumbel_scores_below_the_root_match_the_torch_rule(priors, rescale):
     ours = torch.empty(batch, actions)
     arrays = [t.contiguous().numpy() for t in (visits, value_sum, legal.to(torch.uint8), prior)]
     for b in range(batch):
-        search_kernels._gumbel_scores(b, *arrays, np.float32(raw[b]), rule.c_visit, rule.c_scale, rescale,
-                                      ours[b].numpy())
+        search_kernels._gumbel_scores(b, *arrays, np.float32(raw[b]), rule.c_visit, rule.c_scale,
+                                      float(rule.rescale), ours[b].numpy())  # (the walker passes floats)
     assert torch.equal(torch.isinf(ours), ~legal)
     assert torch.allclose(ours[legal], theirs[legal], rtol=1e-5, atol=1e-6)
     assert torch.equal(ours.argmax(dim=1), theirs.argmax(dim=1))
@@ -607,3 +611,23 @@ def test_float64_draws_pick_as_torch_does():
     draw = torch.tensor([1 / 3 - 1e-12], dtype=torch.float64)
     a, b = both(lambda: random_true(mask, draw))
     assert torch.equal(a[0], b[0]) and int(a[0]) == 0
+
+
+def test_gumbel_rounds_refuse_log_priors_of_other_trees():
+    """The compiled root rounds read the log priors a search made once; an array of another shape
+    (another batch's) is refused instead of read past its end."""
+    import numpy as np
+
+    from azero.search import Gumbel
+    from azero.search import kernels as search_kernels
+
+    game = games.make("gomoku", size=6, k=4)
+    tree = new_tree(game, game.initial_state(3), 9, make_keys(0, 3))
+    target, lengths = torch.zeros(3), torch.ones(3, dtype=torch.long)
+    noise = torch.zeros(3, game.num_actions)
+    fine = search_kernels.gumbel_round_actions(tree, Gumbel(), noise, target, lengths, 1,
+                                               search_kernels.root_log_prior(tree))
+    assert torch.equal(fine, search_kernels.gumbel_round_actions(tree, Gumbel(), noise, target, lengths, 1))
+    with pytest.raises(ValueError, match="log priors"):
+        search_kernels.gumbel_round_actions(tree, Gumbel(), noise, target, lengths, 1,
+                                            np.zeros((2, game.num_actions), np.float32))

@@ -117,16 +117,6 @@ def _gumbel_sigma(flat, child_visits, child_value_sum, legal, prior, raw, c_visi
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _gumbel_logits(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out):  # pragma: no cover - compiled
-    """out[a] = log prior + sigma(completed Q) at node `flat`, -inf where illegal (selection.Gumbel.logits).
-    Returns the node's total child visits."""
-    total = _gumbel_sigma(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out)
-    for a in range(out.shape[0]):  # (a logarithm only where it is read: each is a call of its own)
-        out[a] = np.log(max(prior[flat, a], _TINY)) + out[a] if legal[flat, a] != 0 else -np.float32(np.inf)
-    return total
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _gumbel_scores(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out):  # pragma: no cover - compiled
     """out[a] = pi'(a) - N(a) / (1 + sum N) at node `flat`, -inf where illegal (selection.Gumbel.scores).
 
@@ -510,7 +500,8 @@ class Walker:
         backed up at once; one that ends at an unexpanded edge makes the new node (the leaf);
         one that ends at a leaf of this step (a collision) only leaves its pending visits.
         Collisions count against the walks too, at most `budget[b]` of them per tree.
-        RuntimeError if a tree has no room for a new node."""
+        RuntimeError if a tree has no room for a new node. The Leaves returned, and their
+        tensors (views of the walker's buffers), are the next gather's too: read them before it."""
         if root_action is not None:
             if root_action.dim() == 1:
                 self.root_action.copy_(root_action.unsqueeze(1).expand_as(self.root_action))
@@ -614,7 +605,8 @@ def _gumbel_round(
         for j in range(action.shape[1]):
             action[b, j] = -1
         for j in range(lengths[b]):
-            # the logits (_gumbel_logits) from the root's logarithms, which stay as they are all search
+            # the logits (selection.Gumbel.logits: log prior + sigma) from the root's logarithms, which
+            # stay as they are all search
             _gumbel_sigma(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, scores)
             found = False
             for a in range(actions):  # (an illegal move stays -inf whatever its noise: -inf + inf is NaN)
@@ -655,7 +647,11 @@ def gumbel_round_actions(tree, rule, gumbel: torch.Tensor, target: torch.Tensor,
     if int(lengths.max()) > width:
         raise ValueError(f"a round of {int(lengths.max())} walks for {width} columns")
     action = torch.empty(tree.batch_size, width, dtype=torch.long)
-    log_prior = root_log_prior(tree) if log_prior is None else log_prior
+    if log_prior is None:
+        log_prior = root_log_prior(tree)
+    elif log_prior.shape != (tree.batch_size, tree.num_actions) or log_prior.dtype != np.float32:
+        raise ValueError(f"log priors of shape {log_prior.shape} for {tree.batch_size} trees of "
+                         f"{tree.num_actions} actions")  # (the compiled loop would read past them)
     _gumbel_round(
         _numpy(tree.child_visits), _numpy(tree.child_value_sum), _numpy(tree.legal), _numpy(tree.prior),
         _numpy(tree.raw_value), _numpy(tree.q_sign), tree.capacity, float(rule.c_visit), float(rule.c_scale),

@@ -191,7 +191,7 @@ def new_tree(
     if states is None:
         states = roots.repeat_interleave(nodes)
     arrays = {}
-    parents = _parent_rows(reuse) if reuse is not None else None
+    parents = _parent_rows(reuse) if reuse is not None and reuse.parent.shape == (batch, nodes) else None
     for f in Tree.FIELDS:
         shape = f.shape(batch, nodes, actions)
         old = getattr(reuse, f.name, None)
