@@ -105,15 +105,13 @@ def _q_hat(q, low, span, rescale):  # pragma: no cover - compiled; sigma's value
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _gumbel_sigma(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out):  # pragma: no cover - compiled
     """out[a] = sigma(completed Q) at node `flat` for every action (selection.sigma; `rescale`: q_hat
-    min-max normalised over the legal moves); raw: the node's raw value for the chooser. Returns
-    the node's total child visits."""
-    total, scale, low, span, mixed, _ = _gumbel_node(flat, child_visits, child_value_sum, legal, prior, raw, c_visit,
-                                                     c_scale, rescale)
+    min-max normalised over the legal moves); raw: the node's raw value for the chooser."""
+    _, scale, low, span, mixed, _ = _gumbel_node(flat, child_visits, child_value_sum, legal, prior, raw, c_visit,
+                                                 c_scale, rescale)
     for a in range(out.shape[0]):
         n = child_visits[flat, a]
         q = child_value_sum[flat, a] / n if n > 0 else mixed
         out[a] = scale * _q_hat(q, low, span, rescale)
-    return total
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -149,7 +147,6 @@ def _gumbel_scores(flat, child_visits, child_value_sum, legal, prior, raw, c_vis
             out[a] = out[a] / mass - child_visits[flat, a] / (np.float32(1.0) + total)
         else:
             out[a] = -_INF
-    return total
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -583,10 +580,8 @@ class Walker:
         """The rows and nodes of `leaves` as numpy arrays: prefixes of the walker's own buffers
         when `leaves` came from its gather (a tensor's .numpy() costs more than the loops here)."""
         count = leaves.rows.shape[0]
-        if leaves is self.last_leaves[1]:
-            return self.outputs[0][:count], self.outputs[1][:count]
-        ours = leaves.rows.data_ptr() == self.leaves.rows.data_ptr()
-        if ours and leaves.nodes.data_ptr() == self.leaves.nodes.data_ptr():
+        if leaves is self.last_leaves[1] or (leaves.rows.data_ptr() == self.leaves.rows.data_ptr()
+                                             and leaves.nodes.data_ptr() == self.leaves.nodes.data_ptr()):
             return self.outputs[0][:count], self.outputs[1][:count]
         return leaves.rows.numpy(), leaves.nodes.numpy()
 
@@ -630,8 +625,8 @@ def _root_log_prior(prior, legal, capacity, out):  # pragma: no cover - compiled
 
 
 def root_log_prior(tree) -> np.ndarray:
-    """float32 [B, A]: the roots' log priors as the compiled Gumbel loops take them (log of float32's
-    smallest normal where a prior is 0, -inf where a move is illegal), for gumbel_round_actions."""
+    """float32 [B, A]: selection.prior_logits of the roots, as the compiled Gumbel loops compute it
+    (numba's logarithm, not torch's), for gumbel_round_actions."""
     out = np.empty((tree.batch_size, tree.num_actions), dtype=np.float32)
     _root_log_prior(_numpy(tree.prior), _numpy(tree.legal), tree.capacity, out)
     return out
