@@ -1,8 +1,9 @@
 #!/bin/bash
 # Before/after bench of a change, the two sides alternated run by run (A B A B ...).
-# Usage, from the repository: bash docs/bench-ab-2026-11-23/bench_ab.sh BASE_COMMIT [ROUNDS] [OUT]
+# Usage, from the repository: bash benchmarks/bench-ab-2026-11-23/bench_ab.sh BASE_COMMIT [ROUNDS] [OUT]
+# (OUT defaults to benchmarks/bench-ab)
 set -euo pipefail
-base_rev=${1:?give the commit to compare with}; rounds=${2:-4}; out=${3:-bench-ab}
+base_rev=${1:?give the commit to compare with}; rounds=${2:-4}; out=${3:-benchmarks/bench-ab}
 here=$(git rev-parse --show-toplevel)
 base=$(mktemp -d)/base
 git worktree add -q --detach "$base" "$base_rev"
