@@ -151,7 +151,7 @@ class Brain:
 
     def _move(self) -> None:
         state = self._state()
-        analysis = self.engine.think(state, seconds=self._budget())
+        analysis = self.engine.think(state, clock=self._budget())
         action = int(analysis.action[0])
         y, x = divmod(action, self.width)
         self.board[(x, y)] = 1
