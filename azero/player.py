@@ -71,6 +71,11 @@ class Player:
 
     spec: str = "player"
     one_game_at_a_time: bool = False  # external engines: the arena plays their games one by one
+    # The budget a move that the player's spec states (uct:2000 states 2000 simulations; az states
+    # them with sims=; seconds= states seconds): a game's clock (session.Engine.think's `clock`)
+    # only bounds it. None: the spec states none, and the clock is the budget.
+    stated_simulations: int | None = None
+    stated_seconds: float | None = None
 
     def __init__(self, game: Game, seed: int = 0):
         self.game = game

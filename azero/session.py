@@ -85,12 +85,26 @@ class Engine:
             out["seconds"] = self.seconds
         return out
 
-    def think(self, state: State, *, on_progress=None, should_stop=None, **budget) -> Analysis:
-        """Analysis of a one-game state (`action` is the move the engine would play)."""
+    def think(self, state: State, *, clock: float | None = None, on_progress=None, should_stop=None,
+              **budget) -> Analysis:
+        """Analysis of a one-game state (`action` is the move the engine would play).
+
+        budget: simulations=N and/or seconds=S for this search, over the engine's own.
+        clock:  seconds a game's clock allows this move (a Piskvork turn, GTP time settings): an
+                upper bound on the budget, which is the engine's own (--sims, --seconds), else the
+                one the player's spec states (uct:2000's 2000); a spec that states none searches
+                until the clock."""
         check_budget(**budget)
         keys = fold(make_keys(self.seed, 1), self.calls)
         self.calls += 1
         options = {**self.budget(), **budget}
+        if clock is not None:
+            check_budget(seconds=clock)
+            stated = {"simulations": self.player.stated_simulations, "seconds": self.player.stated_seconds}
+            for key, value in stated.items():
+                if key not in options and value is not None:
+                    options[key] = value
+            options["seconds"] = min(options.get("seconds", clock), clock)
         if on_progress is not None:
             options["on_progress"] = on_progress
         if should_stop is not None:

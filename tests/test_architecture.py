@@ -166,6 +166,7 @@ def test_no_import_cycle_among_azero_and_games_modules():
 LAYERS = (
     ("azero.cli", 7),
     ("azero.protocols.gtp_client", 4), ("azero.protocols.gtp_text", 4), ("azero.protocols.lines", 1),
+    ("azero.protocols.engine_process", 1), ("azero.protocols.pbrain_client", 4), ("azero.protocols.piskvork_text", 4),
     ("azero.protocols", 6), ("azero.web", 6),
     ("azero.session", 5), ("azero.sgf", 5), ("azero.loop", 5), ("azero.bench", 5), ("azero.bench_mctx", 5),
     ("azero.distributed", 5),

@@ -232,3 +232,22 @@ def test_kgs_time_settings_set_the_clock_and_bad_ones_are_one_line_errors():
         assert replies[-1].startswith("? syntax error") and replies[-1].count("\n") == 2, bad
     gtp.handle("list_commands")
     assert "kgs-time_settings" in replies[-1]
+
+
+def test_a_clock_bounds_the_budget_a_spec_states_and_is_the_budget_of_one_that_states_none(tmp_path):
+    game = games.make("gomoku", size=9, k=5)
+    state = game.initial_state(1)
+    stated = Engine(game, "uct:64")
+    assert int(stated.think(state, clock=60.0).visits.sum()) == 64  # uct:64's budget holds under a long turn
+    started = time.monotonic()
+    stated_large = Engine(game, "uct:1000000")
+    stated_large.think(state, clock=0.3)  # ... and the clock ends a larger one
+    assert time.monotonic() - started < 5
+    config = load_config(game="gomoku", overrides=["network.channels=8", "network.blocks=1"])
+    net = PolicyValueNet(config.network, game).eval()
+    path = tmp_path / "net.pt"
+    atomic_save(network_checkpoint(net, game, 1, search={"algorithm": "puct"}), path)
+    # an az: spec without sims= states no budget: the clock is its budget (more than its default 200)
+    for spec, least, most in ((f"az:{path}:", 400, None), (f"az:{path}:sims=40", 40, 40)):
+        visits = int(Engine(game, spec).think(state, clock=1.0).visits.sum())
+        assert visits >= least and (most is None or visits <= most), (spec, visits)

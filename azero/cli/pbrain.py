@@ -12,7 +12,8 @@ from . import protocol_streams, torch_device
 def main(argv=None) -> int:
     from ..checkpoint import load_checkpoint
     from ..errors import USER_ERRORS, UserError
-    from ..protocols.piskvork import brain_game, check_brain_game, serve
+    from ..protocols.piskvork import serve
+    from ..protocols.piskvork_text import brain_game, check_brain_game
     from ..session import engine_maker
 
     parser = argparse.ArgumentParser(
@@ -22,7 +23,8 @@ def main(argv=None) -> int:
     )
     who = parser.add_mutually_exclusive_group(required=True)
     who.add_argument("--checkpoint", help="a gomoku checkpoint (plays its own board size only)")
-    who.add_argument("--player", metavar="SPEC", help="any player spec, e.g. uct:2000 (plays every size 5..19)")
+    who.add_argument("--player", metavar="SPEC", help="any player spec, e.g. uct:2000 (plays every size 5..19; "
+                     "the budget it states holds, the manager's clock bounds it)")
     parser.add_argument("--sims", type=int, help="simulations per move at most (the clock may stop it sooner)")
     parser.add_argument("--device", default="cpu", type=torch_device, help="torch device for the network (default cpu)")
     parser.add_argument("--seed", type=int, default=0, help="random seed")

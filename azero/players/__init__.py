@@ -16,6 +16,9 @@ line, split like a shell would (quotes group words; no shell runs; the program
 is looked up on PATH, then in /usr/games), e.g.
     gtp:gnugo --mode gtp --level 1 --chinese-rules
     gtp:"/usr/games/gtp-rhino --level 1"
+The Piskvork-brain player `pbrain:` (azero/protocols/pbrain_client.py) reads its command line
+the same way, with the brain's limits as options after a last colon, e.g.
+    pbrain:pbrain-rapfi:nodes=1000,turn=0
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from games.options import Option
 from ..errors import USER_ERRORS, UserError
 from ..player import Player
 from ..protocols.gtp_client import make_gtp_player
+from ..protocols.pbrain_client import make_pbrain_player
 from . import az, flatmc, perfect, random, uct
 from .spec import PlayerEntry, PlayerSpec, split_spec
 
@@ -41,6 +45,10 @@ def _gtp(game, command, options, *, device, seed) -> Player:
     return make_gtp_player(command, game)
 
 
+def _pbrain(game, command, options, *, device, seed) -> Player:
+    return make_pbrain_player(command, game)
+
+
 REGISTRY: dict[str, PlayerEntry] = {entry.name: entry for entry in (
     PlayerEntry("random", random.build, "uniformly random legal moves", random.ARGUMENT, random.OPTIONS),
     PlayerEntry("uct", uct.build, "random-rollout UCT: UCB1 selection, random playouts", uct.ARGUMENT, uct.OPTIONS),
@@ -54,6 +62,10 @@ REGISTRY: dict[str, PlayerEntry] = {entry.name: entry for entry in (
     PlayerEntry("gtp", _gtp, 'an external GTP engine for go or othello, run as a process, e.g. '
                 'gtp:"gnugo --mode gtp --level 1"; one game at a time',
                 argument=Option(None, str, metavar="COMMAND"), raw=True),
+    PlayerEntry("pbrain", _pbrain, 'an external Piskvork (Gomocup) brain for five-in-a-row gomoku, run as a '
+                'process, e.g. pbrain:"pbrain-rapfi":nodes=1000,turn=0 (options nodes, turn, match, memory: '
+                'its INFO limits); one game at a time', argument=Option(None, str, metavar="COMMAND[:OPTIONS]"),
+                raw=True),
 )}
 
 

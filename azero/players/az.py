@@ -29,9 +29,11 @@ from .spec import (NETWORK_VIRTUAL_LOSS, PARALLEL, SECONDS, SEED, SPARE_TREE_BYT
                    leaves_per_step)
 
 ARGUMENT = Option(None, str, metavar="CHECKPOINT", help="a checkpoint path")
+DEFAULT_SIMULATIONS = 200
 OPTIONS = {
-    "sims": Option(200, int, low=1, high=MAX_SIMULATIONS, allowed=SIMULATIONS_ALLOWED,
-                   help="search simulations a move (gumbel: its plan; a time budget can only end it sooner)"),
+    "sims": Option(None, int, low=1, high=MAX_SIMULATIONS, allowed=SIMULATIONS_ALLOWED,
+                   help=f"search simulations a move, default {DEFAULT_SIMULATIONS} (gumbel: its plan; a time budget "
+                        "can only end it sooner; given, a game's clock only bounds it)"),
     "algorithm": Option(None, str, choices=ALGORITHMS, noun="search algorithm",
                         help="puct or gumbel; default: the checkpoint's search.algorithm, else puct"),
     "c_init": Option(1.25, float, low=0, help="PUCT exploration constant c_init"),
@@ -59,10 +61,12 @@ class AZPlayer(Player):
     trained_with: the algorithm of the checkpoint's training; the name shows any other.
     """
 
-    def __init__(self, game: Game, net: PolicyValueNet, simulations: int = 200, *, device="cpu", seed=0,
+    def __init__(self, game: Game, net: PolicyValueNet, simulations: int | None = None, *, device="cpu", seed=0,
                  name: str = "az", parallel: str | int = "auto", seconds: float | None = None,
                  trained_with: str = "puct", **search_options):
         super().__init__(game, seed)
+        self.stated_simulations = simulations  # None: a game's clock decides (session.Engine.think)
+        simulations = DEFAULT_SIMULATIONS if simulations is None else simulations
         self.simulations = read_option("az: option sims", OPTIONS["sims"], simulations, error=UserError)
         self.parallel = read_option("az: option parallel", OPTIONS["parallel"], str(parallel), error=UserError)
         self.searcher = NetworkSearch(game, net, device=device, **search_options)
@@ -87,7 +91,7 @@ class AZPlayer(Player):
         virtual_loss = search_options.get("virtual_loss", NETWORK_VIRTUAL_LOSS.default)
         self.spec += ",virtual_loss=true" if virtual_loss and algorithm == "puct" else ""  # Gumbel has no pending visits
         self.spec += f",seconds={seconds:g}" if seconds else ""
-        self.seconds = seconds
+        self.seconds = self.stated_seconds = seconds
         self._spare: Tree | None = None  # the last timed search's tree, whose memory the next one reuses
 
     def leaves_per_step(self, simulations: int | None) -> int:

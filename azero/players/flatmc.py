@@ -25,6 +25,7 @@ class FlatMCPlayer(Player):
     def __init__(self, game, rollouts=1000, seed=0, chunk=65536):
         super().__init__(game, seed)
         self.rollouts, self.chunk = rollouts, chunk
+        self.stated_simulations = rollouts
         self.spec = f"flatmc:{rollouts}"
 
     def analyse(self, states, keys=None, *, simulations=None, seconds=None, on_progress=None, should_stop=None):

@@ -42,6 +42,7 @@ class UCTPlayer(Player):
         final = read_option("uct: option final", OPTIONS["final"], final, error=UserError)
         self.parallel = read_option("uct: option parallel", OPTIONS["parallel"], str(parallel), error=UserError)
         self.iterations, self.c, self.final = iterations, c, final
+        self.stated_simulations = iterations
         self.max_robust_extra = max_robust_extra
         self.rule = UCB1(c, virtual_loss=virtual_loss)
         self.evaluator = RolloutEvaluator(game)
@@ -49,7 +50,7 @@ class UCTPlayer(Player):
         options += ([f"parallel={self.parallel}"] if self.parallel != "auto" else [])
         options += ([] if virtual_loss else ["virtual_loss=false"]) + ([f"seconds={seconds:g}"] if seconds else [])
         self.spec = f"uct:{iterations}" + (":" + ",".join(options) if options else "")
-        self.seconds = seconds
+        self.seconds = self.stated_seconds = seconds
         self._spare: Tree | None = None  # the last search's tree, whose memory the next one reuses
 
     def leaves_per_step(self, simulations: int | None) -> int:

@@ -352,7 +352,7 @@ class GTPEngine:
             action = legal[0]
         else:
             seconds = self.clock.seconds(colour, max(int(self.game.moves_left(state)[0]), 4))
-            analysis = self.engine.think(state, **({} if seconds is None else {"seconds": seconds}))
+            analysis = self.engine.think(state, clock=seconds)
             action = int(analysis.action[0])
             threshold = self.resign_threshold
             # the engine resigns (an external engine behind `gtp:`), or its move's win-rate is below --resign-threshold

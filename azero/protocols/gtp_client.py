@@ -11,21 +11,15 @@ answer, or a refusal of one of our legal moves stops the match with an error
 naming the engine, the move and the moves so far (a disagreement about the
 rules makes every later result meaningless, so it is not scored as a loss).
 An engine that does not answer within ANSWER_TIMEOUT seconds (the whole answer, not each line),
-prints more than MAX_LINES lines without one, or a line of more than MAX_LINE characters, is
-stopped the same way. At most QUEUED_LINES of its lines wait to be read; beyond that its pipe
-fills and it waits for us, so an engine that talks endlessly costs no memory.
+prints more than MAX_LINES lines without one, or a line too long to read
+(engine_process.py, which runs the process), is stopped the same way.
 """
 
 from __future__ import annotations
 
-import queue
 import shlex
 import shutil
-import subprocess
-import tempfile
-import threading
 import time
-import weakref
 
 import torch
 
@@ -33,14 +27,11 @@ from games import Game, GameError
 
 from ..errors import UserError
 from ..player import RESIGN, Player
+from .engine_process import EngineProcess
 from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_vertex
-from .lines import TooLong, bounded_lines
 
 ANSWER_TIMEOUT = 600.0  # seconds an external engine may take over one answer
 MAX_LINES = 10_000  # lines an answer may span, stray lines before it included (a 19x19 showboard is ~25)
-MAX_LINE = 100_000  # characters a line of an answer may hold (its ending not counted)
-QUEUED_LINES = 100  # lines read ahead of the client
-STDERR_TAIL = 1 << 16  # bytes of a dead engine's stderr read for its last words
 # A match's random opening plies are played by neither player: the engine is told them
 # (and, moving second, its opponent's first reply) before its first move, found by trying
 # every sequence of that many legal moves: 4 opening plies and a reply in Othello.
@@ -57,44 +48,22 @@ class GTPClient:
 
     def __init__(self, argv: list[str], label: str, timeout: float = ANSWER_TIMEOUT):
         self.label, self.timeout = label, timeout
-        self.errors = tempfile.TemporaryFile()  # the engine's stderr, quoted if it dies
-        try:
-            # bytes that are not UTF-8 become U+FFFD: an unreadable answer, not the end of the output
-            self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors,
-                                            text=True, bufsize=1, encoding="utf-8", errors="replace")
-        except OSError as error:
-            raise UserError(f"{label}: cannot start {argv[0]}: {error.strerror}") from None
-        stopped = threading.Event()  # set when the engine is stopped: the reader thread then ends too
-        self._finalizer = weakref.finalize(self, _stop, self.process, stopped)
-        # A reader thread hands over the engine's lines, so that a silent engine meets a timeout.
-        self._lines: queue.Queue[str | TooLong] = queue.Queue(maxsize=QUEUED_LINES)
-        threading.Thread(target=_pump, args=(self.process.stdout, self._lines, stopped), daemon=True).start()
+        self.engine = EngineProcess(argv, label)
+
+    @property
+    def process(self):
+        return self.engine.process
 
     def _readline(self, command: str, deadline: float) -> str:
-        try:
-            line = self._lines.get(timeout=max(deadline - time.monotonic(), 0.0))
-        except queue.Empty:
-            self._finalizer()
-            raise UserError(f"{self.label} did not answer {command!r} within {self.timeout:g} s; stopped it") from None
-        if isinstance(line, TooLong):
-            self._finalizer()
-            raise UserError(f"{self.label} printed a line longer than {line.limit:,} characters answering "
-                            f"{command!r}; stopped it")
-        if not line:
-            self._lines.put(line)  # the end of the output stays the end for later reads (the pump has ended)
-        return line
+        return self.engine.readline(command, deadline, self.timeout)
 
     def _too_long(self, command: str):
-        self._finalizer()
+        self.engine.stop()
         raise UserError(f"{self.label} printed over {MAX_LINES:,} lines answering {command!r} without ending its "
                         "answer (a GTP answer starts with '=' or '?' and ends with an empty line); stopped it")
 
     def ask(self, command: str) -> str:
-        try:
-            self.process.stdin.write(command + "\n")
-            self.process.stdin.flush()
-        except (BrokenPipeError, OSError):
-            self._died(command)
+        self.engine.send(command)
         deadline = time.monotonic() + self.timeout
         first, read = self._readline(command, deadline), 1
         while first and not first.startswith(("=", "?")):  # some engines print other lines first
@@ -102,7 +71,7 @@ class GTPClient:
                 self._too_long(command)
             first, read = self._readline(command, deadline), read + 1
         if not first:
-            self._died(command)
+            self.engine.died(command)
         lines = [first[1:].lstrip("0123456789").strip()]
         while True:
             line = self._readline(command, deadline)
@@ -117,65 +86,14 @@ class GTPClient:
             raise GTPRefusal(f"{self.label} refused {command!r}: {answer}")
         return answer
 
-    def _died(self, command: str):
-        try:
-            code = self.process.wait(timeout=3)
-        except subprocess.TimeoutExpired:
-            code = None
-        self.errors.seek(0, 2)
-        self.errors.seek(max(self.errors.tell() - STDERR_TAIL, 0))
-        tail = self.errors.read().decode(errors="replace").strip().splitlines()[-3:]
-        raise UserError(f"{self.label} stopped (exit code {code}) while answering {command!r}"
-                        + (f": {' / '.join(tail)}" if tail else ""))
-
     def close(self) -> None:
-        if self.process.poll() is None:
+        if self.engine.running:
             self.timeout = min(self.timeout, 5.0)  # a hung engine is not waited for at the end
             try:
                 self.ask("quit")
             except UserError:
                 pass
-        self._finalizer()
-        self.errors.close()
-
-
-def _pump(stream, lines: queue.Queue, stopped: threading.Event) -> None:
-    """Copy an engine's output lines (TooLong for a line over MAX_LINE) into a queue, waiting
-    while it is full; an empty string marks its end. Ends when the engine is stopped."""
-
-    def hand_over(line) -> bool:
-        while not stopped.is_set():
-            try:
-                lines.put(line, timeout=0.5)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    try:
-        for line in bounded_lines(stream, MAX_LINE):
-            if not hand_over(line):
-                return
-    except (OSError, ValueError):
-        pass
-    hand_over("")
-
-
-def _stop(process: subprocess.Popen, stopped: threading.Event) -> None:
-    """End an engine process: it should have quit, or quit at the end of its input; else terminate, then kill."""
-    stopped.set()
-    try:
-        process.stdin.close()
-    except OSError:
-        pass
-    for stop in (None, process.terminate, process.kill):
-        if stop is not None:
-            stop()
-        try:
-            process.wait(timeout=3)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+        self.engine.close()
 
 
 class GTPPlayer(Player):

@@ -32,6 +32,7 @@ from ..errors import UserError, internal_error
 from ..player import MAX_SECONDS
 from ..session import Engine
 from .lines import TooLong, serve_lines
+from .piskvork_text import brain_game, check_brain_game
 
 MAX_INFO_MS = 86_400_000  # INFO times are read up to a day (they are milliseconds)
 MARGIN = 0.85  # share of the allowed time spent searching, at most
@@ -41,23 +42,6 @@ RESERVE = 0.08  # seconds kept, at least, for the last search step, the reply an
 def one_line(message) -> str:
     """A message (or an error's) as one line: a reply is one line, and torch's messages may have several."""
     return " ".join(str(message).split())
-
-
-def brain_game(width: int, height: int, exact: bool) -> games.Game:
-    """The game a Piskvork manager plays on a width x height board: five in a row, exactly five
-    when `exact` (INFO rule 1). GameError for a size gomoku does not have."""
-    return games.make("gomoku", width=width, height=height, k=5, rule="standard" if exact else "freestyle")
-
-
-def check_brain_game(game: games.Game) -> None:
-    """UserError unless a Piskvork manager can play `game` (five in a row, any rule it has)."""
-    height, width = game.board_shape
-    try:
-        playable = game in (brain_game(width, height, exact) for exact in (False, True))
-    except GameError:
-        playable = False
-    if not playable:
-        raise UserError(f"{game.spec} is not five-in-a-row gomoku, the game a Piskvork brain plays")
 
 
 def shown(text: str, most: int = 40) -> str:
@@ -151,7 +135,7 @@ class Brain:
 
     def _move(self) -> None:
         state = self._state()
-        analysis = self.engine.think(state, seconds=self._budget())
+        analysis = self.engine.think(state, clock=self._budget())
         action = int(analysis.action[0])
         y, x = divmod(action, self.width)
         self.board[(x, y)] = 1

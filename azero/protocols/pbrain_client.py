@@ -1,0 +1,246 @@
+"""External Piskvork (Gomocup) brains as players (spec `pbrain:COMMAND[:key=value,...]`).
+
+A brain plays five-in-a-row gomoku (freestyle or exactly five) on boards of 5 to 19 squares a
+side. Each game starts the brain afresh (some brains, Rapfi among them, keep a search cache
+across START), with START (RECTSTART for a rectangular board), then the INFO lines of its
+limits and rule; each move is asked for with BEGIN (an empty board), TURN x,y (the opponent's
+reply to the brain's last move) or BOARD ... DONE (any other position, e.g. after a match's
+random opening plies: the brain's stones as field 1, the opponent's as 2). Lines the brain
+prints besides its answer (MESSAGE, DEBUG, SUGGEST) are skipped; ERROR or UNKNOWN stops the
+match with the brain's words, and so does a reply that is not a legal move here, with the
+moves so far. The brain's limits are the spec's options:
+
+    nodes=N    INFO max_node N (a node budget a move; Rapfi honours it)
+    turn=S     INFO timeout_turn, in seconds (default 5; 0 sends 0, which Rapfi reads as no limit)
+    match=S    INFO timeout_match, with INFO time_left before each move
+    memory=MB  INFO max_memory, in megabytes
+
+A brain must answer within its turn time (or the time it has left) plus a grace of
+GRACE_SHARE of it and at least GRACE seconds, within ANSWER_TIMEOUT where no time is set;
+else it is stopped with an error naming it. For example (the program is looked up on PATH):
+
+    pbrain:pbrain-rapfi:nodes=1000,turn=0
+    pbrain:"python scripts/pbrain.py --player uct:400"
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import time
+
+import torch
+
+from games import Game
+from games.options import Option, read_options
+
+from ..errors import UserError
+from ..player import MAX_SECONDS, Player
+from .engine_process import EngineProcess
+from .piskvork_text import SIZES, brain_rule, format_square
+
+ANSWER_TIMEOUT = 600.0  # seconds a brain may take over one answer when no time limit is set
+GRACE, GRACE_SHARE = 1.0, 0.25  # seconds beyond its time a brain's answer may come (start-up, pipes, a busy machine)
+MAX_LINES = 10_000  # lines a brain may print before its answer (messages, debug output)
+OPTIONS = {
+    "nodes": Option(None, int, low=1, high=10**12, help="INFO max_node: the brain's node budget a move"),
+    "turn": Option(5.0, float, low=0.0, high=MAX_SECONDS, metavar="S",
+                   help="INFO timeout_turn in seconds (0: sent as 0, no limit for brains that read it so); "
+                        "default 5"),
+    "match": Option(None, float, low=0.001, high=100 * MAX_SECONDS, metavar="S",
+                    help="INFO timeout_match in seconds, with time_left before each move"),
+    "memory": Option(None, int, low=1, high=1 << 20, metavar="MB", help="INFO max_memory in megabytes"),
+}
+_OPTIONS_TAIL = re.compile(r":\s*([a-z_]+\s*=[^:,=]*(?:,\s*[a-z_]+\s*=[^:,=]*)*)\s*$")
+
+
+class PiskvorkRefusal(UserError):
+    """A brain answered ERROR or UNKNOWN."""
+
+
+class PiskvorkClient:
+    """A brain's process: `tell(line)` sends a line that has no answer (INFO); `ask(lines)` sends
+    lines and returns the answer to the last (skipping MESSAGE, DEBUG and SUGGEST lines)."""
+
+    def __init__(self, argv: list[str], label: str):
+        self.label = label
+        self.engine = EngineProcess(argv, label)
+
+    def tell(self, line: str) -> None:
+        self.engine.send(line)
+
+    def ask(self, lines: list[str], timeout: float) -> str:
+        command = lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+        for line in lines:
+            self.engine.send(line, command)
+        deadline = time.monotonic() + timeout
+        for _ in range(MAX_LINES):
+            line = self.engine.readline(command, deadline, timeout)
+            if not line:
+                self.engine.died(command)
+            text = line.strip()
+            word = text.partition(" ")[0].upper()
+            if not text or word in ("MESSAGE", "DEBUG", "SUGGEST"):
+                continue
+            if word in ("ERROR", "UNKNOWN"):
+                raise PiskvorkRefusal(f"{self.label} answered {command!r} with {text[:200]!r}")
+            return text
+        self.engine.stop()
+        raise UserError(f"{self.label} printed over {MAX_LINES:,} lines answering {command!r} without an answer; "
+                        "stopped it")
+
+    def close(self) -> None:
+        if self.engine.running:
+            try:
+                self.engine.send("END")
+            except UserError:
+                pass
+        self.engine.close()
+
+
+class PbrainPlayer(Player):
+    """A player backed by an external Piskvork brain, one game at a time (see the module docstring)."""
+
+    one_game_at_a_time = True
+
+    def __init__(self, game: Game, argv: list[str], spec: str, options: dict):
+        super().__init__(game)
+        self.rule = brain_rule(game)
+        if self.rule is None:
+            raise UserError(f"{spec}: a Piskvork brain plays five-in-a-row gomoku, not {game.spec}")
+        height, width = game.board_shape
+        if width not in SIZES or height not in SIZES:
+            raise UserError(f"{spec}: a Piskvork brain plays boards of {SIZES[0]} to {SIZES[-1]} a side, "
+                            f"not {width}x{height}")
+        self.argv, self.spec, self.options = argv, spec, options
+        self.client: PiskvorkClient | None = None
+        self.known: torch.Tensor | None = None  # int8 [H, W]: the board as the brain knows it
+        self.order: list[int] = []  # the squares of its stones in the order they were played
+        self.time_left: float | None = None
+
+    def reset(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        self.known = None
+
+    def _start_game(self) -> None:
+        self.close()
+        self.client = PiskvorkClient(self.argv, self.spec)
+        height, width = self.game.board_shape
+        start = f"START {width}" if width == height else f"RECTSTART {width},{height}"
+        self.client.ask([start], ANSWER_TIMEOUT)
+        turn, match = self.options["turn"], self.options["match"]
+        self.client.tell(f"INFO timeout_turn {round(turn * 1000)}")
+        if match is not None:
+            self.client.tell(f"INFO timeout_match {round(match * 1000)}")
+            self.time_left = match
+        if self.options["nodes"] is not None:
+            self.client.tell(f"INFO max_node {self.options['nodes']}")
+        if self.options["memory"] is not None:
+            self.client.tell(f"INFO max_memory {self.options['memory'] << 20}")
+        self.client.tell(f"INFO rule {self.rule}")
+        self.known = torch.zeros(height, width, dtype=torch.int8)
+        self.order = []
+
+    def act(self, states, keys=None):
+        if states.batch_size != 1:
+            raise UserError(f"{self.spec} plays one game at a time, not {states.batch_size}")
+        device, state = states.device, states.to("cpu")
+        if self.known is None:
+            self._start_game()
+        board = state.board[0]
+        mine = 1 if int(state.to_play[0]) == 0 else -1
+        request = self._request(board, mine)
+        allowed = self._allowed()
+        if self.time_left is not None:
+            self.client.tell(f"INFO time_left {max(round(self.time_left * 1000), 0)}")
+        started = time.monotonic()
+        answer = self.client.ask(request, allowed + max(GRACE, GRACE_SHARE * allowed) if allowed else ANSWER_TIMEOUT)
+        if self.time_left is not None:
+            self.time_left -= time.monotonic() - started
+        action = self._read_move(state, answer)
+        self.known = board.clone()
+        self.known.view(-1)[action] = mine
+        self.order.append(action)
+        return torch.tensor([action], device=device)
+
+    def _allowed(self) -> float:
+        """Seconds the brain is allowed for this move by its limits (0: none set)."""
+        turn = self.options["turn"]
+        if self.time_left is None:
+            return turn
+        return min(turn, max(self.time_left, 0.0)) if turn else max(self.time_left, 0.0)
+
+    def _request(self, board: torch.Tensor, mine: int) -> list[str]:
+        """The lines that ask for a move in `board` (int8 [H, W]) with the brain to play `mine`."""
+        flat, known = board.reshape(-1), self.known.reshape(-1)
+        added = (flat != known).nonzero().squeeze(1).tolist()
+        if not bool(flat.any()):
+            if bool(known.any()):  # a new game on the same brain's board: start it again
+                self._start_game()
+            return ["BEGIN"]
+        if len(added) == 1 and int(known[added[0]]) == 0 and int(flat[added[0]]) == -mine:
+            self.order.append(added[0])
+            return [f"TURN {format_square(self.game, added[0])}"]
+        # any other position: the stones in the order known, then the others in board order
+        squares = [s for s in self.order if int(flat[s]) != 0]
+        squares += [s for s in flat.nonzero().squeeze(1).tolist() if s not in set(squares)]
+        self.order = squares
+        lines = ["BOARD"]
+        lines += [f"{format_square(self.game, s)},{1 if int(flat[s]) == mine else 2}" for s in squares]
+        return lines + ["DONE"]
+
+    def _read_move(self, state, answer: str) -> int:
+        where = f"(moves so far: {' '.join(format_square(self.game, a) for a in self.order) or 'none'})"
+        parts = [p.strip() for p in answer.split(",")]
+        height, width = self.game.board_shape
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise UserError(f"{self.spec} answered {answer[:200]!r}, not a move x,y {where}")
+        x, y = int(parts[0]), int(parts[1])
+        if not (x < width and y < height):
+            raise UserError(f"{self.spec} played {x},{y}, off the {width}x{height} board {where}")
+        action = y * width + x
+        if not bool(self.game.legal_mask(state)[0, action]):
+            reason = self.game.illegal_reason(state, action)
+            raise UserError(f"{self.spec} played {x},{y}, which is illegal here: {reason} {where}")
+        return action
+
+
+def split_options(text: str) -> tuple[str, dict[str, str]]:
+    """'prog --x:nodes=1000,turn=0' -> ('prog --x', {'nodes': '1000', 'turn': '0'}): the options are
+    the part after the last colon when it holds only key=value pairs."""
+    found = _OPTIONS_TAIL.search(text)
+    if found is None:
+        return text, {}
+    options = {}
+    for part in found.group(1).split(","):
+        key, _, value = part.partition("=")
+        if key.strip() in options:
+            raise UserError(f"pbrain: option {key.strip()} is given twice in {text!r}")
+        options[key.strip()] = value.strip()
+    return text[:found.start()], options
+
+
+def make_pbrain_player(text: str, game: Game) -> PbrainPlayer:
+    """`pbrain:COMMAND[:key=value,...]` (the text after 'pbrain:') -> a PbrainPlayer; the command line
+    is split like a shell would (no shell runs)."""
+    command, given = split_options(text)
+    options = read_options("pbrain", OPTIONS, given, error=UserError)
+    try:
+        argv = shlex.split(command)
+        if len(argv) == 1 and any(c.isspace() for c in argv[0]):  # pbrain:"prog --opt" quoted as one word
+            argv = shlex.split(argv[0])
+    except ValueError as error:
+        raise UserError(f"pbrain: cannot read the command {command!r}: {error}") from None
+    if not argv:
+        raise UserError('pbrain needs the brain\'s command line, e.g. pbrain:"pbrain-rapfi":nodes=1000')
+    program = shutil.which(argv[0])
+    if program is None:
+        raise UserError(f"pbrain: cannot find the program {argv[0]!r} (looked on PATH)")
+    label = "pbrain:" + shlex.join(argv) + (":" + ",".join(f"{k}={v}" for k, v in given.items()) if given else "")
+    return PbrainPlayer(game, [program, *argv[1:]], label, options)
