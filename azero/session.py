@@ -20,6 +20,7 @@ from games.random import fold, make_keys
 from .errors import UserError, is_int, is_number
 from .player import MAX_SECONDS, MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from .players import make
+from . import zoo
 
 
 def check_budget(simulations=None, seconds=None) -> None:
@@ -229,4 +230,17 @@ def game_from_args(game_spec: str | None, checkpoint: str | None) -> Game:
         return game
     if not game_spec:
         raise UserError("give --checkpoint PATH, or --game SPEC with --opponent SPEC")
+    if game_spec in zoo.names():  # a zoo network's name (gomoku15, go9): its game
+        return zoo.get(game_spec).game
     return games.make_from_spec(game_spec)
+
+
+def zoo_player(game: Game) -> str:
+    """The spec of the zoo network that plays `game` (play.py without --checkpoint or --opponent);
+    UserError naming the zoo's networks if none does."""
+    entry = zoo.for_game(game)
+    if entry is None:
+        listed = "; ".join(f"{e.name} ({e.card['game']})" for e in zoo.entries()) or "none"
+        raise UserError(f"no zoo network plays {game.spec}: give --checkpoint PATH or --opponent SPEC "
+                        f"(zoo networks: {listed})")
+    return f"zoo:{entry.name}"

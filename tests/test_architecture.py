@@ -173,7 +173,7 @@ LAYERS = (
     ("azero.ablation", 5),
     ("azero.player", 4), ("azero.players", 4), ("azero.arena", 4), ("azero.evaluation", 4),
     ("azero.search.network_search", 3), ("azero.selfplay", 3), ("azero.replay", 3), ("azero.trainer", 3),
-    ("azero.network", 2), ("azero.checkpoint", 2), ("azero.config", 2),
+    ("azero.network", 2), ("azero.checkpoint", 2), ("azero.config", 2), ("azero.zoo", 2),
     ("azero.search", 1), ("azero.quantized", 1), ("azero.elo", 1), ("azero.solver", 1), ("azero.reference", 1),
     ("azero.plot", 1), ("azero.errors", 1), ("azero", 1),
     ("games", 0),

@@ -1,5 +1,6 @@
 """python scripts/play.py: play a checkpoint (or any player) in the terminal or the browser.
 
+    play.py --game gomoku:size=8,k=5                            # you against the zoo's network (azero zoo)
     play.py --checkpoint runs/gomoku-.../latest.pt              # you against the network
     play.py --game gomoku:size=9,k=5 --opponent uct:2000        # you against any player
     play.py --game connect4 --opponent uct:1000 --versus uct:200   # watch two programs
@@ -34,8 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"{spec_help()}. " + HELP.replace("\n", " "),
     )
     parser.add_argument("--checkpoint", help="a checkpoint (latest.pt or checkpoints/iter-*.pt of a run)")
-    parser.add_argument("--game", help="game spec, e.g. gomoku:size=9,k=5 (not needed with --checkpoint)")
-    parser.add_argument("--opponent", metavar="SPEC", help="a player spec instead of a checkpoint, e.g. uct:2000")
+    parser.add_argument("--game", help="game spec, e.g. gomoku:size=9,k=5, or a zoo network's name, e.g. gomoku8 "
+                        "(not needed with --checkpoint); alone, you play the zoo's network of that game")
+    parser.add_argument("--opponent", metavar="SPEC", help="a player spec instead of a checkpoint, e.g. uct:2000 "
+                        "or zoo:gomoku8:sims=400")
     parser.add_argument("--versus", metavar="SPEC",
                         help="a second program instead of you: watch the two play in the terminal (--opponent first)")
     budget = parser.add_mutually_exclusive_group()
@@ -55,14 +58,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 @cli_entry
 def main(argv=None) -> int:
-    from ..session import Engine, game_from_args
+    from ..session import Engine, game_from_args, zoo_player
 
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.checkpoint and args.opponent:
         parser.error("give --checkpoint or --opponent, not both")
-    if not args.checkpoint and not args.opponent:
-        parser.error("give --checkpoint PATH, or --game SPEC with --opponent SPEC")
+    if not args.checkpoint and not args.opponent and not args.game:
+        parser.error("give --checkpoint PATH, --game GAME (the zoo's network of it), or --game SPEC with "
+                     "--opponent SPEC")
     if args.sims is not None and args.sims < 1:
         parser.error("--sims must be at least 1")
     if args.seconds is not None and args.seconds <= 0:
@@ -79,6 +83,8 @@ def main(argv=None) -> int:
         if given and not args.gui:
             parser.error(f"{flag} goes with --gui")
     game = game_from_args(args.game, args.checkpoint)
+    if not args.checkpoint and not args.opponent:
+        args.opponent = zoo_player(game)
     engine = Engine(game, args.opponent, checkpoint=args.checkpoint, simulations=args.sims, seconds=args.seconds,
                     device=args.device, seed=args.seed)
     if args.analysis:

@@ -30,7 +30,7 @@ from ..errors import USER_ERRORS, UserError
 from ..player import Player
 from ..protocols.gtp_client import make_gtp_player
 from ..protocols.pbrain_client import make_pbrain_player
-from . import az, flatmc, perfect, random, uct
+from . import az, flatmc, perfect, random, uct, zoo
 from .spec import PlayerEntry, PlayerSpec, split_spec
 
 __all__ = ["REGISTRY", "SPEC_HELP", "PlayerEntry", "PlayerSpec", "check_spec", "make", "parse_spec", "player_list",
@@ -58,6 +58,8 @@ REGISTRY: dict[str, PlayerEntry] = {entry.name: entry for entry in (
                 "the BitBully solver for 6x7 Connect Four (pip install -e '.[yardsticks]')",
                 perfect.ARGUMENT, perfect.OPTIONS),
     PlayerEntry("az", az.build, "a trained network with PUCT or Gumbel AlphaZero search", az.ARGUMENT, az.OPTIONS),
+    PlayerEntry("zoo", zoo.build, "a network of the model zoo shipped with azero (azero zoo lists them), searched "
+                "as its card says unless options say otherwise (az's options)", zoo.ARGUMENT, az.OPTIONS),
     PlayerEntry("human", _human, "you, in play.py; not in matches between programs"),
     PlayerEntry("gtp", _gtp, 'an external GTP engine for go or othello, run as a process, e.g. '
                 'gtp:"gnugo --mode gtp --level 1"; one game at a time',

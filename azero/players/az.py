@@ -167,6 +167,12 @@ class AZPlayer(Player):
 
 def build(game: Game, path: str, options: dict, *, device, seed) -> AZPlayer:
     """An AZPlayer for `game` from the checkpoint at `path` (it must be a checkpoint of that game)."""
+    return player_from_checkpoint(game, path, options, device=device, seed=seed)
+
+
+def player_from_checkpoint(game: Game, path, options: dict, *, device, seed, name: str | None = None) -> AZPlayer:
+    """build's work, for the az: and zoo: players: `name` is the player's name in match records
+    (default az@ITERATION)."""
     problem = precision_problem(options["precision"], device)
     if problem:
         raise UserError(f"az: precision {problem}")
@@ -177,7 +183,7 @@ def build(game: Game, path: str, options: dict, *, device, seed) -> AZPlayer:
     def given(key, saved_key):
         return options[key] if options[key] is not None else saved[saved_key]
 
-    return AZPlayer(game, net, options["sims"], device=device, seed=seed, name=f"az@{data['iteration']}",
+    return AZPlayer(game, net, options["sims"], device=device, seed=seed, name=name or f"az@{data['iteration']}",
                     algorithm=given("algorithm", "algorithm"), c_init=options["c_init"],
                     considered_actions=given("considered", "considered_actions"),
                     c_visit=given("c_visit", "c_visit"), c_scale=given("c_scale", "c_scale"),

@@ -1,0 +1,26 @@
+"""zoo:NAME[:options]: a network of the model zoo (azero/zoo/), searched as an az: player.
+
+The options are az:'s; without sims= or algorithm= the player searches as the network's card
+says its figures were measured, so `zoo:gomoku8` plays at the strength its card reports.
+"""
+
+from __future__ import annotations
+
+from games import Game
+from games.options import Option
+
+from .. import zoo
+from ..errors import UserError
+from .az import OPTIONS, player_from_checkpoint
+
+ARGUMENT = Option(None, str, metavar="NAME", help="a zoo network's name (azero zoo lists them)")
+
+
+def build(game: Game, name: str, options: dict, *, device, seed):
+    entry = zoo.get(name)
+    if entry.game != game:
+        raise UserError(f"zoo network {name} plays {entry.card['game']}, not {game.spec}")
+    zoo.verify(entry)
+    card_search = {"sims": entry.card["sims"], "algorithm": entry.card["algorithm"]}
+    options = {**options, **{key: value for key, value in card_search.items() if options.get(key) is None}}
+    return player_from_checkpoint(game, entry.path, options, device=device, seed=seed, name=f"zoo:{name}")
