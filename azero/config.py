@@ -3,9 +3,11 @@
     config = load_config(game="gomoku", overrides=["search.simulations=128"])
     config = load_config(path="my-gomoku.toml")
 
-Presets in azero/configs/ (shipped inside the package) set what each game needs over the
-defaults here (some repeat a default, to show the value the game was measured with). Unknown keys and bad values are errors (ConfigError) that name the key and what is allowed.
-Every field has a one-line help text, shown by `train.py --help-config`.
+Presets in configs/ (shipped inside the wheel as azero/configs/) set what each game needs over
+the defaults here (some repeat a default, to show the value the game was measured with).
+Unknown keys and bad values are errors (ConfigError) that name the key and what is allowed.
+Every field has a one-line help text, shown by `train.py --help-config` and in the generated
+configuration reference (azero/config_docs.py).
 """
 
 from __future__ import annotations
@@ -23,7 +25,18 @@ from .elo import MAX_GAMES, MAX_OPENING_PLIES
 from .errors import UserError, regular_file
 from .network import PRECISIONS, NetworkConfig
 
-CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+
+
+def _config_dir() -> Path:
+    """The presets' folder: azero/configs/ inside an installed wheel (pyproject maps the package
+    azero.configs to the checkout's configs/), else configs/ beside azero/ in a source checkout
+    (an editable install, or PYTHONPATH pointing at the checkout)."""
+    package = Path(__file__).resolve().parent
+    installed = package / "configs"
+    return installed if installed.is_dir() else package.parent / "configs"
+
+
+CONFIG_DIR = _config_dir()
 
 
 class ConfigError(UserError):
@@ -202,7 +215,8 @@ def _toml_value(value) -> str:
     raise TypeError(f"cannot write {value!r} as TOML")
 
 
-def _sections() -> dict[str, type]:
+def sections() -> dict[str, type]:
+    """Section name -> its dataclass, in the config's order (game, network, search, ...)."""
     hints = typing.get_type_hints(Config)
     return {f.name: hints[f.name] for f in dataclasses.fields(Config)}
 
@@ -232,9 +246,9 @@ def _convert(section: str, f: dataclasses.Field, kind, value, *, from_text: bool
 
 
 def _apply(config: Config, section: str, key: str, value, *, from_text: bool, origin: str) -> None:
-    sections = _sections()
-    if section not in sections:
-        raise ConfigError(f"{origin}: unknown section [{section}]; valid sections: {', '.join(sections)}")
+    known = sections()
+    if section not in known:
+        raise ConfigError(f"{origin}: unknown section [{section}]; valid sections: {', '.join(known)}")
     target = getattr(config, section)
     fields = {f.name: f for f in dataclasses.fields(target)}
     if key not in fields:
@@ -246,7 +260,7 @@ def _apply(config: Config, section: str, key: str, value, *, from_text: bool, or
 def merge_toml(config: Config, data: dict, origin: str) -> None:
     for section, values in data.items():
         if not isinstance(values, dict):
-            raise ConfigError(f"{origin}: {section} must be a [section] of keys; valid sections: {', '.join(_sections())}")
+            raise ConfigError(f"{origin}: {section} must be a [section] of keys; valid sections: {', '.join(sections())}")
         for key, value in values.items():
             _apply(config, section, key, value, from_text=False, origin=origin)
 
@@ -279,15 +293,15 @@ def preset_path(game_name: str) -> Path:
 
 
 def load_config(*, game: str | None = None, path: str | Path | None = None, overrides: list[str] = ()) -> Config:
-    """Defaults, then the preset (azero/configs/<game>.toml, or `path`), then `--set` overrides."""
+    """Defaults, then the preset (configs/<game>.toml, or `path`), then `--set` overrides."""
     config = Config()
     if path is not None:
         merge_toml(config, read_toml(Path(path)), str(path))
     elif game is not None:
         known = sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))  # (no file lookup of a name given)
         if game not in known:
-            raise ConfigError(f"no preset for game {game!r} (azero/configs/{game}.toml); presets: {', '.join(known)}")
-        merge_toml(config, read_toml(preset_path(game)), f"azero/configs/{game}.toml")
+            raise ConfigError(f"no preset for game {game!r} (configs/{game}.toml); presets: {', '.join(known)}")
+        merge_toml(config, read_toml(preset_path(game)), f"configs/{game}.toml")
     for item in overrides:
         key, eq, value = item.partition("=")
         section, dot, name = key.strip().partition(".")
@@ -349,7 +363,7 @@ def help_text(config: "Config | None" = None) -> str:
     """Every key with its help, by section: its default, or with `config` (a preset with its
     overrides) the value that config holds, the default named where the two differ."""
     lines = [] if config is None else ["# the values of this config and its overrides; (default: ...) where they differ"]
-    for section, cls in _sections().items():
+    for section, cls in sections().items():
         lines.append(f"[{section}]")
         for f in dataclasses.fields(cls):
             default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
