@@ -26,7 +26,6 @@ from .errors import UserError, regular_file
 from .network import PRECISIONS, NetworkConfig
 
 
-
 def _config_dir() -> Path:
     """The presets' folder: azero/configs/ inside an installed wheel (pyproject maps the package
     azero.configs to the checkout's configs/), else configs/ beside azero/ in a source checkout
