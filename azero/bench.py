@@ -484,7 +484,7 @@ def bench_gumbel(seconds: float, repeats: int) -> dict:
     batch, fresh trees (the cost of Gumbel's root schedule and selection; the network calls
     are the same), and Gumbel with sigma's Q min-max normalised (`rescale_q`, the gomoku
     preset's) against plain sigma at the same c_scale. The network is untrained: with a
-    trained one rescale_q's values steer the walks more and cost more (docs/BENCHMARKS.md)."""
+    trained one rescale_q's values steer the walks more and cost more (docs/benchmarks.md)."""
     from .search.network_search import NetworkSearch
 
     config, game, net = _learner_parts()

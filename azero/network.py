@@ -294,7 +294,7 @@ def native_bfloat16() -> bool:
 
 def auto_precision(device: torch.device | str) -> str:
     """What precision "auto" runs batches in on `device`, fastest first: int8 on a CPU with VNNI,
-    bfloat16 on one that runs it natively, int8 on one with AVX2 (docs/BENCHMARKS.md, "Int8
+    bfloat16 on one that runs it natively, int8 on one with AVX2 (docs/journal/benchmarks.md, "Int8
     without VNNI"), else float32 (and always on GPUs)."""
     if torch.device(device).type != "cpu":
         return "float32"
@@ -318,7 +318,7 @@ class NetworkEvaluator:
     change (the tensors' version counters move when an optimizer or load_state_dict
     writes them; within a search, `fixed_weights`, once), and eager mode is used if one cannot be built. A batch of one position
     runs on one CPU thread: a second thread gained little and could slow other work.
-    docs/BENCHMARKS.md ("The learner") has the measurements behind these choices.
+    docs/journal/benchmarks.md ("The learner") has the measurements behind these choices.
 
     `precision`: "float32"; "bfloat16" (a bfloat16 copy of the weights, outputs turned
     back to float32; priors and values within about 1% of float32's); "int8" (on the

@@ -1,6 +1,6 @@
 """Elo against training time as an SVG picture, from a run's metrics.jsonl (no plotting library needed).
 
-    python scripts/plot_elo.py runs/gomoku-.../ -o docs/gomoku-elo.svg
+    python scripts/plot_elo.py runs/gomoku-.../ -o docs/img/gomoku-elo.svg
 """
 
 from __future__ import annotations

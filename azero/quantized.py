@@ -17,7 +17,7 @@ positions, which are positions of random play at every depth of the game (never
 finished ones), drawn with a fixed seed: the module depends on the weights alone,
 not on which batch happened to build it, so a resumed run builds the same one.
 Ranges are not clipped at a percentile: the largest activations carry the network's
-sharpest judgements (docs/BENCHMARKS.md has the accuracy of both choices).
+sharpest judgements (docs/benchmarks.md has the accuracy of both choices).
 
 On CPUs with VNNI (AVX-512 VNNI, AVX-VNNI, AMX) the uint8 x int8 products are
 accumulated in 32 bits and activations use all 256 levels; without it, x86 kernels
@@ -86,7 +86,7 @@ def fast_int8() -> bool:
     """Whether int8 runs here faster than float32: with VNNI, or with AVX2, whose kernels add
     pairs of products in 16 bits (128 activation levels). On a Zen 3 (AVX2, no VNNI) int8 ran
     1.9-3.1x float32 on every preset's network at batches of 16-256, and played even with it
-    at equal simulations (docs/BENCHMARKS.md, "Int8 without VNNI")."""
+    at equal simulations (docs/journal/benchmarks.md, "Int8 without VNNI")."""
     return bool(_cpu_flags() & {*VNNI_FLAGS, "avx2"}) and int8_runs()
 
 

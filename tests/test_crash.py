@@ -6,7 +6,7 @@ losses, its replay chunks and ring.
 
 The campaign's length is CRASH_KILLS (default 8 in the default run; the slow test kills 120 times):
     CRASH_KILLS=120 pytest -m slow tests/test_crash.py -s
-prints the kill points tried and the resumes that succeeded (docs/RELIABILITY.md).
+prints the kill points tried and the resumes that succeeded (docs/reliability.md).
 """
 
 from __future__ import annotations

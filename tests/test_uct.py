@@ -39,7 +39,7 @@ def nim_positions(game, piles, trials):
 def test_nim_uct_takes_the_winning_number_of_chips():
     # From 4n + k chips (k = 1, 2, 3), taking k leaves the opponent a multiple of 4: lost.
     # Measured: plain UCT (ours and the scalar reference alike) finds it from up to 13
-    # chips at 2,000 iterations; from 14 and 15 it often does not (docs/RESULTS.md).
+    # chips at 2,000 iterations; from 14 and 15 it often does not (docs/results.md).
     game = games.make("nim", pile=15)
     piles, trials = [5, 6, 7, 9, 10, 11, 13], 20
     actions = UCTPlayer(game, 2000).act(nim_positions(game, piles, trials), keys=make_keys(0, len(piles) * trials))
@@ -59,7 +59,7 @@ def test_tictactoe_uct_3000_never_loses_to_perfect_play():
 # are enough; with ~30 or more, plain UCT at 2,000 iterations (c = sqrt 2) often fails to
 # block, because a move that ignores the threat keeps a value close to the block's: the
 # winning reply gets few of that child's visits and random rollouts rarely play it. The
-# scalar reference behaves the same (docs/RESULTS.md).
+# scalar reference behaves the same (docs/results.md).
 OPEN_FOUR = """
 X O X X O O . X
 X X O O O . X X

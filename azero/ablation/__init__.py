@@ -4,7 +4,7 @@
     Ablation(Path("runs/ablate-c4"), plan).run()
 
 plan.py reads arms, yardsticks and budgets; runner.py runs the commands one at a time and
-resumes; report.py writes the Markdown table and the Elo plot. docs/ABLATIONS.md gives the method.
+resumes; report.py writes the Markdown table and the Elo plot. docs/ablations.md gives the method.
 """
 
 from .plan import DEFAULT_YARDSTICKS, Arm, Plan, make_plan

@@ -26,7 +26,7 @@ from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS
 GNUGO = "gtp:gnugo --mode gtp --level {level} --chinese-rules --positional-superko --capture-all-dead"
 GRHINO = "gtp:gtp-rhino --level {level}"
 
-# The fixed opponents of each preset (docs/ABLATIONS.md): Connect Four by the exact solver,
+# The fixed opponents of each preset (docs/ablations.md): Connect Four by the exact solver,
 # gomoku by the UCT ladder (add the frozen reference with --yardstick az:PATH:sims=64),
 # Othello by GRhino levels, Go 7x7 by GNU Go levels.
 DEFAULT_YARDSTICKS: dict[str, list[str]] = {

@@ -97,7 +97,7 @@ class AZPlayer(Player):
         a call of 16 leaves or more runs in int8 or bfloat16), so "auto" is every move a
         round may hold (m, at most the widest batch). With rescale_q a round's walks see the
         min and max of Q at the round's start (search.gumbel.round_actions), not quite the
-        one-leaf search, but it played even with it (400 games, docs/BENCHMARKS.md)."""
+        one-leaf search, but it played even with it (400 games, docs/benchmarks.md)."""
         if self.searcher.algorithm == "gumbel" and self.parallel == "auto":
             return max(1, min(self.searcher.considered_actions, self.widest))
         return leaves_per_step(self.parallel, simulations, self.widest)

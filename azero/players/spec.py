@@ -31,7 +31,7 @@ SECONDS = Option(None, float, low=0.001, high=MAX_SECONDS, metavar="S",
 VIRTUAL_LOSS = Option(True, bool, metavar="true|false",
                       help="leaves in flight count as lost visits (false: as visits only, WU-UCT); default true")
 # The network search's: on Othello at 800 simulations and K = 28 virtual loss cost about 150 Elo
-# against the pending-count form, which kept the sequential search's strength (docs/BENCHMARKS.md)
+# against the pending-count form, which kept the sequential search's strength (docs/benchmarks.md)
 NETWORK_VIRTUAL_LOSS = Option(False, bool, metavar="true|false",
                               help="leaves in flight count as lost visits (true) or as visits only (WU-UCT); default false")
 
