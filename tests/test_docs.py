@@ -1,7 +1,7 @@
 """The docs a user reads hold together: the configuration reference is the config schema's own
-page, and nothing a reader meets (README, docs/, mkdocs.yml, the code's comments and
-docstrings) names an internal issue number, a folder of the machine it was written on, or a
-file outside the repository."""
+page, and nothing a reader meets (README, docs/, mkdocs.yml, the presets, the code's comments
+and docstrings) names an internal issue number, a folder of the machine it was written on, or
+a file outside the repository."""
 
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)")
 def _markdown_files() -> list[Path]:
     files = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
     files += [REPO / name for name in ("CONTRIBUTING.md", "CHANGELOG.md", "mkdocs.yml")]
+    files += sorted((REPO / "configs").glob("*.toml"))  # the presets' comments
     return [path for path in files if path.exists()]
 
 
