@@ -4,7 +4,7 @@ Why: the rules stay batched functions over tensors, but some steps are a short
 scan per game (the line through a new stone, the n-th legal move of a row), and
 on a CPU torch runs such a scan as a dozen whole-batch operations, several of
 them on booleans, which its CPU kernels do not vectorise. One compiled loop over
-the batch does the same work in one pass (docs/journal/benchmarks.md, "Games").
+the batch does the same work in one pass (docs/benchmarks.md, "Games").
 
 Each kernel here has a torch twin that stays the reference, serves every other
 device (CUDA) and runs when numba is missing; the tests check that the two agree.

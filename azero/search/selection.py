@@ -13,7 +13,7 @@ mean drops and its exploration bonus shrinks) or as visits only (`virtual_loss=F
 the pending counts of WU-UCT, Liu et al. 2020: the bonus shrinks, the mean stays). UCB1
 counts them as lost by default, PUCT as visits only: with a network, virtual loss cost
 30-150 Elo at equal simulations where the pending-count form kept the sequential
-search's strength (docs/journal/benchmarks.md, "One game at full speed"). A
+search's strength (docs/benchmarks.md, "One game at full speed"). A
 child whose only visits are in flight is not untried (UCB1) and has no mean of its own
 without virtual loss (UCB1 counts it a draw; PUCT gives it the first-play urgency).
 Without pending visits (None, or all zero) the scores are exactly the sequential ones.
