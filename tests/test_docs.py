@@ -105,3 +105,29 @@ def test_the_grep_finds_what_it_is_meant_to():
         assert MACHINE_PATH.search(text), text
     for text in ("runs/<run>/latest.pt", "/usr/games", "tmp_path / 'run'"):
         assert not MACHINE_PATH.search(text), text
+
+
+def _anchors(path: Path) -> set[str]:
+    """The anchors of a Markdown page: its headings' slugs (as MkDocs and GitHub make them) and
+    explicit `<a id="...">` names."""
+    text = path.read_text(encoding="utf-8")
+    slugs = {re.sub(r"[\s]+", "-", re.sub(r"[^\w\s-]", "", heading.strip().lower()))
+             for heading in re.findall(r"^#+\s+(.+?)\s*#*$", text, flags=re.MULTILINE)}
+    return slugs | set(re.findall(r"<a id=\"([^\"]+)\"", text))
+
+
+def test_the_top_level_pages_link_to_files_and_headings_that_exist():
+    # (the docs/ pages are checked by `mkdocs build --strict`; these pages are outside the site)
+    broken = []
+    for page in ("README.md", "CONTRIBUTING.md", "CHANGELOG.md"):
+        for number, line in enumerate((REPO / page).read_text(encoding="utf-8").splitlines(), 1):
+            for target in MARKDOWN_LINK.findall(line):
+                if re.match(r"[a-z][a-z0-9+.-]*:", target):
+                    continue
+                name, _, anchor = target.partition("#")
+                path = REPO / name if name else REPO / page
+                if not path.exists():
+                    broken.append(f"{page}:{number}: {target}: no such file")
+                elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+                    broken.append(f"{page}:{number}: {target}: no such heading or anchor")
+    assert not broken, "broken links:\n" + "\n".join(broken)
