@@ -32,7 +32,7 @@ def _config_dir() -> Path:
     (an editable install, or PYTHONPATH pointing at the checkout)."""
     package = Path(__file__).resolve().parent
     installed = package / "configs"
-    return installed if installed.is_dir() else package.parent / "configs"
+    return installed if any(installed.glob("*.toml")) else package.parent / "configs"
 
 
 CONFIG_DIR = _config_dir()
@@ -214,8 +214,7 @@ def _toml_value(value) -> str:
     raise TypeError(f"cannot write {value!r} as TOML")
 
 
-def sections() -> dict[str, type]:
-    """Section name -> its dataclass, in the config's order (game, network, search, ...)."""
+def _sections() -> dict[str, type]:
     hints = typing.get_type_hints(Config)
     return {f.name: hints[f.name] for f in dataclasses.fields(Config)}
 
@@ -245,9 +244,9 @@ def _convert(section: str, f: dataclasses.Field, kind, value, *, from_text: bool
 
 
 def _apply(config: Config, section: str, key: str, value, *, from_text: bool, origin: str) -> None:
-    known = sections()
-    if section not in known:
-        raise ConfigError(f"{origin}: unknown section [{section}]; valid sections: {', '.join(known)}")
+    sections = _sections()
+    if section not in sections:
+        raise ConfigError(f"{origin}: unknown section [{section}]; valid sections: {', '.join(sections)}")
     target = getattr(config, section)
     fields = {f.name: f for f in dataclasses.fields(target)}
     if key not in fields:
@@ -259,7 +258,7 @@ def _apply(config: Config, section: str, key: str, value, *, from_text: bool, or
 def merge_toml(config: Config, data: dict, origin: str) -> None:
     for section, values in data.items():
         if not isinstance(values, dict):
-            raise ConfigError(f"{origin}: {section} must be a [section] of keys; valid sections: {', '.join(sections())}")
+            raise ConfigError(f"{origin}: {section} must be a [section] of keys; valid sections: {', '.join(_sections())}")
         for key, value in values.items():
             _apply(config, section, key, value, from_text=False, origin=origin)
 
@@ -362,7 +361,7 @@ def help_text(config: "Config | None" = None) -> str:
     """Every key with its help, by section: its default, or with `config` (a preset with its
     overrides) the value that config holds, the default named where the two differ."""
     lines = [] if config is None else ["# the values of this config and its overrides; (default: ...) where they differ"]
-    for section, cls in sections().items():
+    for section, cls in _sections().items():
         lines.append(f"[{section}]")
         for f in dataclasses.fields(cls):
             default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default

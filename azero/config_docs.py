@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from .config import CONFIG_DIR, Config, read_toml, sections, toml_text
+from .config import CONFIG_DIR, Config, _sections, read_toml, toml_text
 
 PAGE = Path("docs") / "configuration.md"
 COMMAND = "python scripts/gen_docs.py"
@@ -89,7 +89,7 @@ def configuration_page() -> str:
              "`--game NAME` trains with `configs/NAME.toml`; `python scripts/train.py --game NAME --help-config` "
              "shows every value it resolves to.", ""]
     lines += _preset_rows()
-    for section, cls in sections().items():
+    for section, cls in _sections().items():
         lines += ["", f"## [{section}]", "", "| key | default | allowed | meaning |", "|---|---|---|---|"]
         for f in dataclasses.fields(cls):
             meaning = _escape((f.metadata or {}).get("help", ""))
