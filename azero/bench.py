@@ -1,7 +1,7 @@
 """Throughput figures, printed as one JSON object by `python scripts/bench.py`.
 
 Every figure is a rate (things per second of wall time), the median of a few
-timed repeats. Targets in the issues are ratios of two figures measured in the
+timed repeats. Speed claims are ratios of two figures measured in the
 same run (ours over a plain-Python baseline), because the machines are shared
 and noisy; the ratios are in the output too, and the repeats of a ratio's two
 sides are interleaved (A B A B A B) so that both see the same machine.
@@ -180,7 +180,7 @@ def bench_uct(seconds: float, repeats: int, *, batch: int = 1024, iterations: in
             "iterations": iterations,
             "parallel": player.leaves_per_step(iterations),
         }
-    # the headline figures of the issue: 8x8 five in a row
+    # the headline figures: 8x8 five in a row
     out.update({k: v for k, v in out["gomoku8"].items() if k in ("iterations_per_s", "reference_iterations_per_s", "speedup")})
     return out
 

@@ -3,9 +3,11 @@
     config = load_config(game="gomoku", overrides=["search.simulations=128"])
     config = load_config(path="my-gomoku.toml")
 
-Presets in azero/configs/ (shipped inside the package) set what each game needs over the
-defaults here (some repeat a default, to show the value the game was measured with). Unknown keys and bad values are errors (ConfigError) that name the key and what is allowed.
-Every field has a one-line help text, shown by `train.py --help-config`.
+Presets in configs/ (shipped inside the wheel as azero/configs/) set what each game needs over
+the defaults here (some repeat a default, to show the value the game was measured with).
+Unknown keys and bad values are errors (ConfigError) that name the key and what is allowed.
+Every field has a one-line help text, shown by `train.py --help-config` and in the generated
+configuration reference (azero/config_docs.py).
 """
 
 from __future__ import annotations
@@ -23,7 +25,17 @@ from .elo import MAX_GAMES, MAX_OPENING_PLIES
 from .errors import UserError, regular_file
 from .network import PRECISIONS, NetworkConfig
 
-CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+
+def _config_dir() -> Path:
+    """The presets' folder: azero/configs/ inside an installed wheel (pyproject maps the package
+    azero.configs to the checkout's configs/), else configs/ beside azero/ in a source checkout
+    (an editable install, or PYTHONPATH pointing at the checkout)."""
+    package = Path(__file__).resolve().parent
+    installed = package / "configs"
+    return installed if any(installed.glob("*.toml")) else package.parent / "configs"
+
+
+CONFIG_DIR = _config_dir()
 
 
 class ConfigError(UserError):
@@ -279,15 +291,15 @@ def preset_path(game_name: str) -> Path:
 
 
 def load_config(*, game: str | None = None, path: str | Path | None = None, overrides: list[str] = ()) -> Config:
-    """Defaults, then the preset (azero/configs/<game>.toml, or `path`), then `--set` overrides."""
+    """Defaults, then the preset (configs/<game>.toml, or `path`), then `--set` overrides."""
     config = Config()
     if path is not None:
         merge_toml(config, read_toml(Path(path)), str(path))
     elif game is not None:
         known = sorted(p.stem for p in CONFIG_DIR.glob("*.toml"))  # (no file lookup of a name given)
         if game not in known:
-            raise ConfigError(f"no preset for game {game!r} (azero/configs/{game}.toml); presets: {', '.join(known)}")
-        merge_toml(config, read_toml(preset_path(game)), f"azero/configs/{game}.toml")
+            raise ConfigError(f"no preset for game {game!r} (configs/{game}.toml); presets: {', '.join(known)}")
+        merge_toml(config, read_toml(preset_path(game)), f"configs/{game}.toml")
     for item in overrides:
         key, eq, value = item.partition("=")
         section, dot, name = key.strip().partition(".")

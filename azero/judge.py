@@ -14,7 +14,7 @@ A move *keeps* the position's game-theoretic value when the position's value for
 player to move (win, draw or loss with best play) is the same after it. In a lost
 position every move keeps the value, and in some others every move does too; the
 result counts those positions apart (`decisive`: positions where some legal move
-changes the value), and reports the share over all positions (the issue's figure)
+changes the value), and reports the share over all positions (the headline figure)
 and over the decisive ones, each with a 95% Wilson interval.
 """
 

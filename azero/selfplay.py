@@ -14,35 +14,26 @@ place, so the batch stays full. Games in progress carry over between iterations
 With `reuse_tree`, the subtree under the move played is kept as the next
 search's tree, and the new simulations are added to it.
 
-KataGo's training signals (Wu 2019), each a switch of the config:
+The training signals of docs/training.md, each a switch of the config, act here:
 
-* Playout cap randomization (`selfplay.full_search_fraction` < 1): each move of each
-  game is, with that probability, a full search (`search.simulations`, root noise, the
-  policy target); the others are cheap searches (`search.cheap_simulations`, no noise, no
-  forced playouts) whose positions keep their value and auxiliary targets but carry
-  policy weight 0, so the policy loss skips them. (The paper records no sample at all
-  for a cheap search; here the outcome still trains the value from those positions, so
-  a game gives as many value samples as before, and policy targets at 1/4 of its moves
-  at the paper's fraction.) All B trees first get the cheap simulations together, then
-  the full searches' trees get the rest, as a smaller batch. Moves are still chosen in
-  proportion to visits for the first `temperature_moves` moves after either kind. With
-  Gumbel, the cheap moves get a Gumbel search of `search.cheap_simulations` (with its
-  Gumbel sample, which also chooses the move).
-* Forced playouts (`search.forced_playouts` = k > 0, PUCT only): in full searches the root gives
-  each visited move its forced visits, and the policy target (and the move chosen) takes them out
-  again (search/forced.py).
+* Playout cap randomization (`selfplay.full_search_fraction` < 1): each move of each game
+  is, with that probability, a full search (`search.simulations`, root noise, the policy
+  target); the others are cheap searches (`search.cheap_simulations`, no noise, no forced
+  playouts) whose samples keep their value and auxiliary targets but carry policy weight
+  0, so the policy loss skips them. All B trees first get the cheap simulations together,
+  then the full searches' trees get the rest, as a smaller batch. With Gumbel, the cheap
+  moves get a Gumbel search of `search.cheap_simulations` (its sample chooses the move).
+* Forced playouts (`search.forced_playouts` = k > 0, PUCT only): in full searches the root
+  gives each visited move its forced visits, and the policy target (and the move chosen)
+  takes them out again (search/forced.py).
 * The search's value in the value target (`selfplay.search_value_weight` = w > 0): each
-  position's value target is (1 - w) * the game's outcome + w * the root value of the search
-  made there (the mean of its root children's values, the mover's view), as Oracle's Connect
-  Four lessons (Abrams 2018) averaged the two: the outcome is unbiased but noisy (one game,
-  and early moves sampled), the search's value less noisy but biased by the network.
+  position's value target is (1 - w) * the game's outcome + w * the root value of the
+  search made there (the mean of its root children's values, the mover's view).
 * Random openings (`selfplay.opening_plies` = n > 0): each game, when it starts, plays its
   own number of uniformly random legal moves, drawn uniformly from 0 to n, none of which
-  ends it (as a match's openings, games.opening_move; a game whose every legal move
-  would end it stops its opening there); the searches begin after them, and the random
-  moves' positions are not samples (`search.temperature_moves` counts them). In a game
-  whose self-play ends mostly in draws (8x8 gomoku: nine games in ten), the unbalanced
-  starts give the value decisive outcomes to learn and the search positions to convert.
+  ends it (games.opening_move; a game whose every legal move would end it stops its
+  opening there); the searches begin after them, and the random moves' positions are not
+  samples (`search.temperature_moves` counts them).
 * Auxiliary targets: a finished game's ownership of each point and its final margin
   (games with `has_ownership` / `has_score`), from each position's player to move's view,
   and the next position's policy target as the opponent-reply target; each recorded only

@@ -1,5 +1,5 @@
 """An installed azero (a wheel, not the editable checkout) works from any folder: the presets
-ship inside the package and nothing reads files beside the sources."""
+(configs/ in the checkout) ship inside the package and nothing reads files beside the sources."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from runs import tiny_sets
@@ -48,3 +49,15 @@ def test_an_installed_azero_trains_from_another_folder(tmp_path):
     plot = subprocess.run([environment / "bin" / "azero", "plot_elo", "run"], cwd=elsewhere, capture_output=True,
                           text=True, env=env, timeout=120)
     assert plot.returncode == 0 and "<circle" in (elsewhere / "run" / "elo.svg").read_text(), plot.stderr
+
+
+def test_the_wheel_lists_every_package_of_the_sources():
+    # pyproject lists the packages (to map azero.configs to configs/); a new package left out of the
+    # list would be missing from every installed azero while the checkout still works
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {".".join(path.parent.relative_to(REPO).parts)
+               for top in ("azero", "games") for path in (REPO / top).rglob("__init__.py")}
+    assert listed - {"azero.configs"} == on_disk, (
+        f"add to pyproject's [tool.setuptools] packages: {sorted(on_disk - listed)}; "
+        f"remove: {sorted(listed - on_disk - {'azero.configs'})}")
+    assert sorted(p.name for p in (REPO / "configs").glob("*.toml")), "the presets are in configs/"

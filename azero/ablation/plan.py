@@ -131,7 +131,7 @@ def check_yardstick(yardstick: str, game) -> None:
 class Plan:
     """Everything that fixes an ablation's results (saved in its folder as the first thing it writes).
 
-    preset:      the game's preset (azero/configs/PRESET.toml) every arm starts from
+    preset:      the game's preset (configs/PRESET.toml) every arm starts from
     arms:        the arms, run in this order for each seed
     seeds:       run.seed of each arm's runs
     minutes / iterations: the training budget of every run (one of them)

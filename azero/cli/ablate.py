@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--arm base: --arm gumbel:search.algorithm=gumbel --out runs/ablate-c4",
     )
     parser.add_argument("--out", type=Path, required=True, help="the ablation's folder (new, or one to continue)")
-    parser.add_argument("--game", help="the preset every arm starts from (azero/configs/GAME.toml)")
+    parser.add_argument("--game", help="the preset every arm starts from (configs/GAME.toml)")
     parser.add_argument("--arm", action="append", default=[], metavar="NAME:KEY=VALUE,...",
                         help="an arm: a name and its --set overrides, e.g. base: or "
                         "gumbel:search.algorithm=gumbel,search.simulations=16 (repeatable)")

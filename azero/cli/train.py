@@ -31,7 +31,7 @@ def main(argv=None) -> int:
         "train.py --game gomoku --ray-address auto --actors 32 (on a Ray cluster). "
         "See every config key with --help-config.",
     )
-    parser.add_argument("--game", help="game whose preset to use (azero/configs/GAME.toml), e.g. gomoku, gomoku15, tictactoe")
+    parser.add_argument("--game", help="game whose preset to use (configs/GAME.toml), e.g. gomoku, gomoku15, tictactoe")
     parser.add_argument("--config", metavar="PATH", help="a TOML config file instead of a preset")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config key, e.g. --set search.simulations=128 (repeatable)")
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
             if resuming:
                 parser.error("--set, --device and --seed come with --game or --config (the command that started "
                              f"the run), or continue with the run's own config: --run-dir {args.run_dir} alone")
-            parser.error("give --game NAME (a preset in azero/configs/) or --config PATH, or --run-dir of a run to resume")
+            parser.error("give --game NAME (a preset in configs/) or --config PATH, or --run-dir of a run to resume")
         config = chosen_config()
     if not use_ray:
         train(config, args.run_dir, minutes=args.minutes, iterations=args.iterations,

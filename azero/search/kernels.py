@@ -493,7 +493,8 @@ class Walker:
     def gather(self, budget: torch.Tensor, root_action: torch.Tensor | None = None) -> Leaves:
         """Walk tree b `budget[b]` times (long [B]) from its root with the rule (from the
         imposed root actions if given: long [B] for every walk, or [B, W] for walk j of the
-        step in column j, a walk that collides counted, as engine.simulate takes them), pending visits steering each walk away from the earlier ones. A walk that ends at a finished game is
+        step in column j, a walk that collides counted, as engine.simulate takes them), pending
+        visits steering each walk away from the earlier ones. A walk that ends at a finished game is
         backed up at once; one that ends at an unexpanded edge makes the new node (the leaf);
         one that ends at a leaf of this step (a collision) only leaves its pending visits.
         Collisions count against the walks too, at most `budget[b]` of them per tree.
