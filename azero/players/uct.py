@@ -13,13 +13,14 @@ from ..errors import UserError
 from ..player import MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from ..search import CRITERIA, UCB1, RolloutEvaluator, Tree, choose, search, search_with_budget, simulate
 from ..search.final import max_robust_exists
+from ..search.selection import MAX_C
 from ..search.tree import tree_bytes
 from .spec import PARALLEL, SECONDS, SEED, SPARE_TREE_BYTES, VIRTUAL_LOSS, leaves_per_step
 
 ARGUMENT = Option(None, int, low=1, high=MAX_SIMULATIONS, allowed=SIMULATIONS_ALLOWED, metavar="ITERATIONS",
                   help="a budget (iterations a move)")
 OPTIONS = {
-    "c": Option(math.sqrt(2.0), float, low=0, help="UCB1 exploration constant, √2 unless given"),
+    "c": Option(math.sqrt(2.0), float, low=0, high=MAX_C, help="UCB1 exploration constant, √2 unless given"),
     "final": Option("robust", str, choices=CRITERIA, noun="final-move criterion",
                     help="how the move is chosen among the root's children"),
     "parallel": PARALLEL,

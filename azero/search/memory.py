@@ -16,6 +16,7 @@ import re
 from ..errors import UserError
 
 LIMIT_VARIABLE = "AZERO_TREE_MEMORY"
+MAX_SIMULATIONS = 100_000_000  # one search's simulations, at most (the memory limit refuses most such sooner)
 _SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
