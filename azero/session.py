@@ -150,6 +150,12 @@ class GameSession:
         self._states.append(self.game.step(self.state, torch.tensor([int(action)])))
         self.actions.append(int(action))
 
+    def play_inserted_pass(self) -> None:
+        """The pass put in before one side's second move in a row (Game.inserted_pass): it
+        ends no game, nor counts toward two passes in a row."""
+        self._states.append(self.game.inserted_pass(self.state))
+        self.actions.append(int(self.game.pass_action))
+
     def undo(self, count: int = 1) -> int:
         """Take back up to `count` moves; returns how many were taken back."""
         taken = 0

@@ -121,20 +121,25 @@ def resignation_text(black_won: bool) -> str:
 
 
 def to_sgf(game: Game, actions: list[int], *, black: str = "", white: str = "", result: str | None = None,
-           date: datetime.date | None = None, comment: str = "") -> str:
+           date: datetime.date | None = None, comment: str = "", inserted: list[bool] | None = None) -> str:
     """The SGF text of one game from the start position.
 
     `result` is the RE value; by default it is worked out by replaying the moves
-    (see `result_text`). Raises GameError if a move is illegal.
+    (see `result_text`). `inserted`: per action, whether it is a pass put in before one side's
+    second move in a row (Game.inserted_pass, GTP's): the record leaves it out, giving that side
+    two moves, as `replay` reads them. Raises GameError if a move is illegal.
     """
     check_supported(game)
     state = game.initial_state(1)
     height, width = game.board_shape
     size = f"{width}" if width == height else f"{width}:{height}"
     nodes = []
-    for action in actions:
+    for index, action in enumerate(actions):
         action = int(action)
         colour = COLOURS[int(state.to_play[0])]
+        if inserted is not None and inserted[index]:
+            state = game.inserted_pass(state)
+            continue
         state = game.step(state, torch.tensor([action]))
         if game.forced_pass and action == game.pass_action:
             continue  # the other side simply moves again
@@ -409,7 +414,7 @@ def replay(game: Game, record: SGFRecord) -> Replay:
             if pass_action is None or pass_action not in game.legal_actions(state):
                 raise GameError(f"SGF move {number}: {COLOURS[colour]} moves twice in a row but the other side "
                                 "cannot pass")
-            state = game.step(state, torch.tensor([pass_action]))
+            state = game.inserted_pass(state)
             played.append(pass_action)
             inserted += 1
         try:

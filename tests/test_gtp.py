@@ -573,3 +573,28 @@ def test_bytes_of_an_external_engine_that_are_not_utf8_are_an_unreadable_answer_
     assert client.ask("genmove b") == "\ufffd\ufffd"  # the player then refuses it as no vertex
     assert client.process.poll() is None
     client.close()
+
+
+@go_only
+def test_one_colour_moving_twice_then_passing_does_not_end_the_game():
+    """`play b d4`, `play b d5`, `play b pass`: the passes the engine puts in for white do not
+    count toward two passes in a row (two moves by one colour are legal GTP: a controller
+    setting up a position), so the game goes on, and its record reads back the same."""
+    from azero.protocols.gtp import GTPEngine
+    from azero.session import Engine
+
+    replies = []
+    engine = GTPEngine(games.make("go", size=9), lambda game: Engine(game, "random"), write=replies.append)
+    for line in ["play b d4", "play b d5", "play b pass", "play w e5", "play b e6", "play w pass", "printsgf"]:
+        replies.clear()
+        engine.handle(line)
+        assert replies and replies[0].startswith("="), (line, replies)
+    record = sgf.read_sgf(replies[0][1:].strip())
+    game = games.make("go", size=9)
+    assert not bool(sgf.replay(game, record).state.done[0])
+    replies.clear()
+    engine.handle("play b pass")  # now two passes in a row: white's own, then black's
+    assert replies[0].startswith("=")
+    replies.clear()
+    engine.handle("play w e7")
+    assert replies[0].startswith("?") and "over" in replies[0]

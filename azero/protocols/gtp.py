@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
 
-import torch
 
 from games import Game, GameError, State
 from games.options import is_whole_number
@@ -189,7 +188,7 @@ class GTPEngine:
         name = COLOUR_NAMES[self.session.to_play]
         if self.game.pass_action not in self.session.legal():
             raise GameError(f"illegal move: it is {name}'s turn and {name} has a move, so cannot pass")
-        state = self.game.step(state, torch.tensor([self.game.pass_action]))
+        state = self.game.inserted_pass(state)
         if bool(state.done[0]):
             raise GameError(f"illegal move: it is {name}'s turn, and a pass by {name} would end the game")
         return state, True
@@ -372,7 +371,10 @@ class GTPEngine:
         return format_vertex(self.game, action)
 
     def _play_move(self, action: int, *, implicit: bool = False) -> None:
-        self.session.play(action)
+        if implicit:  # (it counts toward no two passes in a row: Game.inserted_pass)
+            self.session.play_inserted_pass()
+        else:
+            self.session.play(action)
         self.implicit.append(implicit)
 
     def gtp_play(self, args):
@@ -389,7 +391,7 @@ class GTPEngine:
     # -- records -----------------------------------------------------------------------------------
     def _sgf_info(self) -> dict:
         names = [f"azero {self.engine.name}" if colour in self.engine_colours else "" for colour in (0, 1)]
-        info = {"black": names[0], "white": names[1]}
+        info = {"black": names[0], "white": names[1], "inserted": self.implicit}
         if self.resigned is not None:
             info["result"] = resignation_text(black_won=self.resigned == 1)
         return info
