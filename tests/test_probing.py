@@ -624,12 +624,16 @@ def test_a_failure_other_than_the_disk_while_writing_sgf_prints_the_result_first
     assert sorted(path.name for path in tmp_path.iterdir()) == ["game-0001.sgf", "game-0002.sgf"]
 
 
-def test_an_engine_whose_file_name_is_not_utf8_plays_and_is_named_in_its_sgf_records(tmp_path):
+def test_an_engine_whose_file_name_is_not_utf8_plays_and_is_named_in_its_sgf_records(tmp_path, monkeypatch):
     python = tmp_path / os.fsdecode(b"python-\xff")  # a name Linux allows: Python reads it as '\udcff'
     try:
         python.symlink_to(sys.executable)
     except (OSError, UnicodeError, NotImplementedError):
         pytest.skip("this file system takes no such name")
+    # the interpreter under another name, outside a virtual environment, does not see that
+    # environment's packages (nor an editable azero): the engine is given this checkout and this
+    # interpreter's import path
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), *(entry for entry in sys.path if entry)]))
     engine = f"gtp:{python} {SCRIPTS / 'gtp.py'} --game go:size=5 --player random"
     out = run_here("evaluate.py", "--game", "go:size=5", "--a", engine, "--b", "random", "--games", "2",
                    "--sgf", str(tmp_path / "sgf"))
