@@ -29,7 +29,7 @@ import torch
 import games
 from games import Game
 
-from .errors import UserError, regular_file
+from .errors import UserError, naming_file, regular_file
 from .faults import fault
 from .network import NetworkConfig, PolicyValueNet
 
@@ -46,22 +46,23 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, point: str = "file") ->
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX, dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            half = len(data) // 2
-            out.write(data[:half])
-            out.flush()
-            fault(f"{point}.write", str(path))
-            out.write(data[half:])
-            out.flush()
-            fault(f"{point}.fsync", str(path))
-            os.fsync(out.fileno())
-        fault(f"{point}.rename", str(path))
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    fault(f"{point}.renamed", str(path))
+    with naming_file(path):  # (a full disk's write and fsync name no file)
+        try:
+            with os.fdopen(handle, "wb") as out:
+                half = len(data) // 2
+                out.write(data[:half])
+                out.flush()
+                fault(f"{point}.write")
+                out.write(data[half:])
+                out.flush()
+                fault(f"{point}.fsync")
+                os.fsync(out.fileno())
+            fault(f"{point}.rename")
+            os.replace(temp, path)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+        fault(f"{point}.renamed")
     try:
         folder = os.open(path.parent, os.O_RDONLY)
         try:

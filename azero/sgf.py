@@ -37,7 +37,7 @@ import games
 from games import Game, GameError, State
 
 from . import __version__
-from .errors import UserError
+from .errors import UserError, naming_file
 from .faults import fault
 
 LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -227,9 +227,10 @@ def match_files(folder: str | Path, game: Game, match) -> Iterator[Path]:
         try:
             path, first = _claim_game_file(Path(folder), first)
             claimed = True
-            fault("sgf", str(path))
-            write_sgf(path, game, record.actions, black=record.first, white=record.second, result=re_value,
-                      comment=f"{match.a} vs {match.b}, game {number} of {total}")
+            with naming_file(path):
+                fault("sgf")
+                write_sgf(path, game, record.actions, black=record.first, white=record.second, result=re_value,
+                          comment=f"{match.a} vs {match.b}, game {number} of {total}")
         except BaseException as error:  # (a ^C or a bug too: no empty record left behind)
             if claimed:  # the empty file that held the number
                 path.unlink(missing_ok=True)
