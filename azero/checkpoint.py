@@ -155,7 +155,34 @@ def network_from_checkpoint(data: dict, device="cpu") -> tuple[Game, PolicyValue
     try:
         config = NetworkConfig(**data["network"])
         net = PolicyValueNet(config, game)
+        problem = weights_mismatch(net.state_dict(), data["model"])
+        if problem:
+            raise ValueError(problem)
         net.load_state_dict(data["model"])
     except (TypeError, ValueError, RuntimeError) as error:
-        raise UserError(f"checkpoint network does not match its description: {str(error).splitlines()[0]}") from None
+        raise UserError(f"checkpoint network does not match its description: {' '.join(str(error).split())}") from None
     return game, net.to(device).eval()
+
+
+def weights_mismatch(expected: dict, stored: dict, *, shown: int = 3) -> str:
+    """'' if `stored` (a file's state dict) has the tensors and shapes of `expected` (a network
+    made from the file's description), else one line saying which differ: the first `shown`
+    of the shapes that differ, then the names missing and those not expected."""
+    if not isinstance(stored, dict):
+        return f"its weights are a {type(stored).__name__}, not a table of tensors"
+    parts = []
+    differ = [f"{name} is {_shape(stored[name])} in the file, {list(tensor.shape)} for its description"
+              for name, tensor in expected.items() if name in stored and _shape(stored[name]) != list(tensor.shape)]
+    if differ:
+        more = f" ({len(differ) - shown} more differ)" if len(differ) > shown else ""
+        parts.append("; ".join(differ[:shown]) + more)
+    for what, names in (("missing", [n for n in expected if n not in stored]),
+                        ("not expected", [n for n in stored if n not in expected])):
+        if names:
+            more = f" and {len(names) - shown} more" if len(names) > shown else ""
+            parts.append(f"{what}: {', '.join(map(str, names[:shown]))}{more}")
+    return "; ".join(parts)
+
+
+def _shape(value) -> list | str:
+    return list(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import os
 import subprocess
 import sys
@@ -647,3 +648,23 @@ def sgf_properties(path: Path) -> dict:
     from azero.sgf import read_sgf
 
     return read_sgf(path.read_text(encoding="utf-8")).properties
+
+
+def test_a_network_that_does_not_fit_its_description_says_which_shapes_differ_in_one_line(tmp_path):
+    """A checkpoint whose weights are another network's than its config says (channels 16
+    declared, 8 stored): one line naming the first tensors whose shapes differ, not torch's
+    cut-off "Error(s) in loading state_dict for PolicyValueNet:"."""
+    from azero.checkpoint import load_checkpoint, network_from_checkpoint
+
+    game = games.make("tictactoe")
+    data = network_checkpoint(small_net(game), game, 1)
+    data["network"]["channels"] = 8
+    path = tmp_path / "other.pt"
+    atomic_save(data, path)
+    with pytest.raises(UserError) as refused:
+        network_from_checkpoint(load_checkpoint(path))
+    message = str(refused.value)
+    assert "\n" not in message and "Error(s) in loading" not in message, message
+    assert re.search(r"stem\.0\.weight is \[16, \d+, 3, 3\] in the file, \[8, \d+, 3, 3\] for its description",
+                     message), message
+    assert "more differ" in message
