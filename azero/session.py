@@ -140,7 +140,7 @@ class GameSession:
     def parse(self, text: str) -> int:
         """A move from text; GameError explains what is wrong (unreadable, illegal, game over)."""
         if self.over:
-            raise GameError("the game is over; type 'new' to start another or 'undo' to take moves back")
+            raise GameError(f"the game is over ({self.result_text()}); no move follows its end")
         action = self.game.parse_action(text)
         if action not in self.legal():
             raise GameError(f"{text.strip()} is not a legal move here: {self.game.illegal_reason(self.state, action)}")

@@ -265,3 +265,11 @@ def test_a_piskvork_rule_the_protocol_does_not_define_is_said_to_be_unknown():
     replies.clear()
     brain.handle("INFO rule 4")
     assert replies[0].startswith("ERROR renju rules are not supported")
+
+
+def test_the_analysis_engine_speaks_its_own_words_for_a_move_after_the_end():
+    """A move after the game's end is refused in the protocol's words: no terminal's 'new' or 'undo'."""
+    game = games.make("tictactoe")
+    replies = ask(Engine(game, "random"), {"id": 1, "moves": ["a1", "a2", "b1", "b2", "c1", "c2"]})
+    assert replies == [{"id": 1, "error": "move 6 (c2): the game is over (first player wins); no move follows "
+                                          "its end"}], replies
