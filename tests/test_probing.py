@@ -152,13 +152,16 @@ def gtp(make_engine=lambda game: Engine(game, "random"), spec="go:size=5") -> tu
     return GTPEngine(games.make_from_spec(spec), make_engine, write=replies.append), replies
 
 
-def test_gtp_refuses_a_move_whose_implicit_pass_would_end_the_game():
+def test_gtp_a_move_after_the_same_colours_pass_ends_no_game():
+    """play b pass, then play b c3: the pass put in for white counts toward no two passes in a
+    row (it was refused as ending the game); the game goes on, white to move."""
     engine, replies = gtp()
     engine.handle("play b pass")
-    for line in ("genmove b", "play b c3"):
-        engine.handle(line)
-        assert replies[-1] == "? illegal move: it is white's turn, and a pass by white would end the game\n\n"
-    assert engine.session.actions == [engine.game.pass_action] and not engine.session.over
+    engine.handle("play b c3")
+    assert replies[-1] == "=\n\n", replies[-1]
+    pass_action = engine.game.pass_action
+    assert engine.session.actions == [pass_action, pass_action, engine.game.parse_action("c3")]
+    assert not engine.session.over and engine.session.to_play == 1
     engine.handle("genmove w")
     assert replies[-1].startswith("= ")
 
