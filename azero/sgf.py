@@ -387,6 +387,7 @@ class Replay:
     actions: list[int]
     state: State
     passes_put_in: int = 0
+    inserted: list[bool] = field(default_factory=list)  # per action: a pass put in (Game.inserted_pass)
 
 
 def play_actions(game: Game, actions: list[int]) -> State:
@@ -407,7 +408,7 @@ def replay(game: Game, record: SGFRecord) -> Replay:
     """
     state = game.initial_state(1)
     played: list[int] = []
-    inserted = 0
+    put_in: list[bool] = []
     pass_action = game.pass_action
     for number, (colour, move) in enumerate(record.moves, start=1):
         action = parse_point(game, move)
@@ -417,10 +418,11 @@ def replay(game: Game, record: SGFRecord) -> Replay:
                                 "cannot pass")
             state = game.inserted_pass(state)
             played.append(pass_action)
-            inserted += 1
+            put_in.append(True)
         try:
             state = game.step(state, torch.tensor([action]))
         except GameError as error:
             raise GameError(f"SGF move {number} ({COLOURS[colour]}[{move}]): {error}") from None
         played.append(action)
-    return Replay(played, state, inserted)
+        put_in.append(False)
+    return Replay(played, state, sum(put_in), put_in)

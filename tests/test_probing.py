@@ -671,3 +671,17 @@ def test_a_network_that_does_not_fit_its_description_says_which_shapes_differ_in
     assert re.search(r"stem\.0\.weight is \[16, \d+, 3, 3\] in the file, \[8, \d+, 3, 3\] for its description",
                      message), message
     assert "more differ" in message
+
+
+def test_an_sgf_record_giving_one_side_two_moves_then_a_pass_loads_whole(board):
+    """B[ee];B[cc];B[];W[dd]: the passes put in for white count toward no two passes in a row,
+    so the record's last move is played too (the load stopped half-way with a traceback's words);
+    the board's own record reads back to the same moves."""
+    board.load_sgf("(;GM[1]SZ[9];B[ee];B[cc];B[];W[dd])")
+    pass_action = board.game.pass_action
+    assert board.session.actions == [40, pass_action, 20, pass_action, pass_action, 30]
+    assert not board.session.over and "2 passes put in" in board.message
+    from azero.sgf import read_sgf, replay
+
+    again = replay(board.game, read_sgf(board.sgf()))
+    assert again.actions == board.session.actions and again.inserted == board.session.inserted
