@@ -29,7 +29,7 @@ import torch
 import games
 from games import Game
 
-from .errors import UserError, regular_file
+from .errors import UserError, naming_file, regular_file
 from .faults import fault
 from .network import NetworkConfig, PolicyValueNet
 
@@ -46,22 +46,23 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, point: str = "file") ->
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX, dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            half = len(data) // 2
-            out.write(data[:half])
-            out.flush()
-            fault(f"{point}.write", str(path))
-            out.write(data[half:])
-            out.flush()
-            fault(f"{point}.fsync", str(path))
-            os.fsync(out.fileno())
-        fault(f"{point}.rename", str(path))
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    fault(f"{point}.renamed", str(path))
+    with naming_file(path):  # (a full disk's write and fsync name no file)
+        try:
+            with os.fdopen(handle, "wb") as out:
+                half = len(data) // 2
+                out.write(data[:half])
+                out.flush()
+                fault(f"{point}.write")
+                out.write(data[half:])
+                out.flush()
+                fault(f"{point}.fsync")
+                os.fsync(out.fileno())
+            fault(f"{point}.rename")
+            os.replace(temp, path)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+        fault(f"{point}.renamed")
     try:
         folder = os.open(path.parent, os.O_RDONLY)
         try:
@@ -154,7 +155,34 @@ def network_from_checkpoint(data: dict, device="cpu") -> tuple[Game, PolicyValue
     try:
         config = NetworkConfig(**data["network"])
         net = PolicyValueNet(config, game)
+        problem = weights_mismatch(net.state_dict(), data["model"])
+        if problem:
+            raise ValueError(problem)
         net.load_state_dict(data["model"])
     except (TypeError, ValueError, RuntimeError) as error:
-        raise UserError(f"checkpoint network does not match its description: {str(error).splitlines()[0]}") from None
+        raise UserError(f"checkpoint network does not match its description: {' '.join(str(error).split())}") from None
     return game, net.to(device).eval()
+
+
+def weights_mismatch(expected: dict, stored: dict, *, shown: int = 3) -> str:
+    """'' if `stored` (a file's state dict) has the tensors and shapes of `expected` (a network
+    made from the file's description), else one line saying which differ: the first `shown`
+    of the shapes that differ, then the names missing and those not expected."""
+    if not isinstance(stored, dict):
+        return f"its weights are a {type(stored).__name__}, not a table of tensors"
+    parts = []
+    differ = [f"{name} is {_shape(stored[name])} in the file, {list(tensor.shape)} for its description"
+              for name, tensor in expected.items() if name in stored and _shape(stored[name]) != list(tensor.shape)]
+    if differ:
+        more = f" ({len(differ) - shown} more differ)" if len(differ) > shown else ""
+        parts.append("; ".join(differ[:shown]) + more)
+    for what, names in (("missing", [n for n in expected if n not in stored]),
+                        ("not expected", [n for n in stored if n not in expected])):
+        if names:
+            more = f" and {len(names) - shown} more" if len(names) > shown else ""
+            parts.append(f"{what}: {', '.join(map(str, names[:shown]))}{more}")
+    return "; ".join(parts)
+
+
+def _shape(value) -> list | str:
+    return list(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__

@@ -24,6 +24,9 @@ from games.options import field_option, invalid_value, is_whole_number, read_opt
 from .elo import MAX_GAMES, MAX_OPENING_PLIES
 from .errors import UserError, regular_file
 from .network import PRECISIONS, NetworkConfig
+from .search.forced import MAX_FORCED_PLAYOUTS
+from .search.memory import MAX_SIMULATIONS
+from .search.selection import MAX_C_BASE, MAX_C_INIT, MAX_C_SCALE, MAX_C_VISIT, MAX_FPU_REDUCTION
 
 
 def _config_dir() -> Path:
@@ -36,6 +39,20 @@ def _config_dir() -> Path:
 
 
 CONFIG_DIR = _config_dir()
+MAX_MINUTES = 1_000_000  # a run's (and an ablation arm's) budget: beyond these it is a typo, not a plan
+MAX_ITERATIONS = 1_000_000_000
+# Every number of the schema has both bounds (tests/test_bounds.py checks it): past them a value is
+# a typo, not a plan, and some would overflow the float32 arithmetic into NaN
+MAX_GAMES_AT_ONCE = 1 << 16  # self-play games of one batch
+MAX_POSITIONS = 1_000_000_000  # positions of an iteration, of the replay buffer
+MAX_BATCH = 1 << 20  # positions of a gradient step
+MAX_MOVES = 100_000  # moves of a game (temperature moves)
+MAX_CONSIDERED = 100_000  # Gumbel's considered root moves (m; more than a game's moves considers them all)
+MAX_DIRICHLET_ALPHA = 1000.0  # far past uniform noise (10 / legal moves is the default)
+MAX_LEARNING_RATE = 100.0
+MAX_LOSS_WEIGHT = 1000.0
+MAX_GRAD_CLIP = 1e9
+MAX_OPPONENTS = 1000  # ladder opponents an evaluation plays
 
 
 class ConfigError(UserError):
@@ -59,28 +76,32 @@ class SearchConfig:
     algorithm: str = _f("puct", "puct = AlphaZero (PUCT, Dirichlet root noise, visit-count policy targets); gumbel = "
                         "Gumbel AlphaZero (Gumbel-sampled root moves, sequential halving, completed-Q targets)",
                         choices=("puct", "gumbel"))
-    simulations: int = _f(64, "search simulations per move in self-play", low=1)
-    c_init: float = _f(1.25, "PUCT exploration constant c_init", low=0)
-    c_base: float = _f(19652.0, "PUCT exploration constant c_base", low=1, high=1e9)  # search.selection.MAX_C_BASE
-    fpu_reduction: float = _f(0.0, "first-play urgency: an unvisited move's value is the parent's minus this", low=0)
-    dirichlet_alpha: float = _f(0.0, "PUCT root noise concentration; 0 = 10 / (typical number of legal moves)", low=0)
+    simulations: int = _f(64, "search simulations per move in self-play", low=1, high=MAX_SIMULATIONS)
+    c_init: float = _f(1.25, "PUCT exploration constant c_init", low=0, high=MAX_C_INIT)
+    c_base: float = _f(19652.0, "PUCT exploration constant c_base", low=1, high=MAX_C_BASE)
+    fpu_reduction: float = _f(0.0, "first-play urgency: an unvisited move's value is the parent's minus this",
+                              low=0, high=MAX_FPU_REDUCTION)
+    dirichlet_alpha: float = _f(0.0, "PUCT root noise concentration; 0 = 10 / (typical number of legal moves)",
+                                low=0, high=MAX_DIRICHLET_ALPHA)
     noise_fraction: float = _f(0.25, "PUCT: weight of the Dirichlet noise in the root prior", low=0, high=1)
     temperature_moves: int = _f(8, "PUCT: moves of each game sampled in proportion to visits; then the most "
-                                "visited (gumbel always plays its sampled choice)", low=0)
+                                "visited (gumbel always plays its sampled choice)", low=0, high=MAX_MOVES)
     reuse_tree: bool = _f(True, "PUCT: keep the chosen move's subtree for the next move in self-play (gumbel "
                           "searches a fresh tree each move)")
     considered_actions: int = _f(16, "gumbel: root moves sampled without replacement for sequential halving (m)",
-                                 low=1)
+                                 low=1, high=MAX_CONSIDERED)
     c_visit: float = _f(50.0, "gumbel: sigma(q) = (c_visit + most visits of a sibling) * c_scale * q, q on [0, 1]",
-                        low=0)
-    c_scale: float = _f(1.0, "gumbel: the weight of the values against the network's logits in sigma", low=0)
+                        low=0, high=MAX_C_VISIT)
+    c_scale: float = _f(1.0, "gumbel: the weight of the values against the network's logits in sigma",
+                        low=0, high=MAX_C_SCALE)
     rescale_q: bool = _f(False, "gumbel: sigma's q min-max normalised over each node's legal moves (best 1, worst "
                          "0; mctx's default, with c_scale 0.1) instead of (1 + Q) / 2")
     cheap_simulations: int = _f(16, "simulations of a cheap search (playout cap randomization: moves not "
-                                "chosen by selfplay.full_search_fraction); fewer than search.simulations", low=1)
+                                "chosen by selfplay.full_search_fraction); fewer than search.simulations",
+                                low=1, high=MAX_SIMULATIONS)
     forced_playouts: float = _f(0.0, "KataGo's forced playouts in self-play: each visited root move c gets at "
                                 "least sqrt(k * P(c) * root visits) visits, pruned from the policy target after; "
-                                "k (2 in the paper), 0 = off", low=0)
+                                "k (2 in the paper), 0 = off", low=0, high=MAX_FORCED_PLAYOUTS)
     precision: str = _f("auto", "network arithmetic in the search: auto = for batches of 16 or more on a CPU, "
                         "int8 if it has VNNI (AVX-512 VNNI / AVX-VNNI / AMX), else bfloat16 if it runs that "
                         "natively (AVX-512 BF16 / AMX), else int8 if it has AVX2, else float32; float32 on GPUs "
@@ -90,8 +111,9 @@ class SearchConfig:
 
 @dataclass
 class SelfPlayConfig:
-    games: int = _f(128, "self-play games played at once (one batch)", low=1)
-    positions_per_iteration: int = _f(4096, "positions collected per iteration (whole moves of all games)", low=1)
+    games: int = _f(128, "self-play games played at once (one batch)", low=1, high=MAX_GAMES_AT_ONCE)
+    positions_per_iteration: int = _f(4096, "positions collected per iteration (whole moves of all games)",
+                                      low=1, high=MAX_POSITIONS)
     full_search_fraction: float = _f(1.0, "playout cap randomization: the share of moves searched with "
                                      "search.simulations (with root noise) and used as policy targets; the others "
                                      "get search.cheap_simulations, no noise, and train the value only "
@@ -109,36 +131,40 @@ class SelfPlayConfig:
 
 @dataclass
 class ReplayConfig:
-    capacity: int = _f(100_000, "positions kept in the replay buffer", low=1)
+    capacity: int = _f(100_000, "positions kept in the replay buffer", low=1, high=MAX_POSITIONS)
     augment: bool = _f(True, "apply a random board symmetry to each sampled position")
 
 
 @dataclass
 class TrainConfig:
-    batch_size: int = _f(256, "positions per gradient step", low=1)
+    batch_size: int = _f(256, "positions per gradient step", low=1, high=MAX_BATCH)
     sample_reuse: float = _f(4.0, "gradient steps per iteration = new positions * sample_reuse / batch_size",
                              low=0, high=1000)
-    min_replay: int = _f(2048, "positions the buffer must hold before training starts", low=0)
+    min_replay: int = _f(2048, "positions the buffer must hold before training starts", low=0, high=MAX_POSITIONS)
     optimizer: str = _f("adamw", "optimizer", choices=("adamw", "sgd"))
-    learning_rate: float = _f(1e-3, "learning rate (peak for schedules)", low=0)
-    momentum: float = _f(0.9, "SGD momentum", low=0)
-    weight_decay: float = _f(1e-4, "weight decay (L2 for SGD, decoupled for AdamW)", low=0)
+    learning_rate: float = _f(1e-3, "learning rate (peak for schedules)", low=0, high=MAX_LEARNING_RATE)
+    momentum: float = _f(0.9, "SGD momentum", low=0, high=0.999)
+    weight_decay: float = _f(1e-4, "weight decay (L2 for SGD, decoupled for AdamW)", low=0, high=1)
     schedule: str = _f("constant", "learning-rate schedule", choices=("constant", "step", "cosine"))
-    decay_every: int = _f(50, "step schedule: iterations between decays", low=1)
-    decay_factor: float = _f(0.3, "step schedule: factor per decay", low=0)
-    schedule_iterations: int = _f(200, "cosine schedule: iterations from peak to min_learning_rate", low=1)
+    decay_every: int = _f(50, "step schedule: iterations between decays", low=1, high=MAX_ITERATIONS)
+    decay_factor: float = _f(0.3, "step schedule: factor per decay", low=0, high=1)
+    schedule_iterations: int = _f(200, "cosine schedule: iterations from peak to min_learning_rate",
+                                  low=1, high=MAX_ITERATIONS)
     schedule_minutes: float = _f(0.0, "cosine schedule: minutes of the run's clock (all its sessions, evaluations "
                                  "included) from peak to min_learning_rate, instead of schedule_iterations; "
-                                 "set it to a new run's --minutes to end the decay with its budget (0 = off)", low=0)
-    min_learning_rate: float = _f(1e-5, "cosine schedule: final learning rate", low=0)
-    grad_clip: float = _f(5.0, "clip the gradient norm to this (0 = no clipping)", low=0)
+                                 "set it to a new run's --minutes to end the decay with its budget (0 = off)",
+                                 low=0, high=MAX_MINUTES)
+    min_learning_rate: float = _f(1e-5, "cosine schedule: final learning rate", low=0, high=MAX_LEARNING_RATE)
+    grad_clip: float = _f(5.0, "clip the gradient norm to this (0 = no clipping)", low=0, high=MAX_GRAD_CLIP)
     ema_decay: float = _f(0.0, "self-play, evaluation and checkpoints use an exponential moving average of the "
                           "trained weights, this much of the old average kept per gradient step (0 = off: "
-                          "the trained weights; 0.99 averages about the last 100 steps)", low=0)
-    ownership_weight: float = _f(1.5, "weight of the ownership loss (network.ownership; KataGo 1.5)", low=0)
-    score_weight: float = _f(0.02, "weight of the score distribution loss (network.score; KataGo 0.02)", low=0)
+                          "the trained weights; 0.99 averages about the last 100 steps)", low=0, high=1)
+    ownership_weight: float = _f(1.5, "weight of the ownership loss (network.ownership; KataGo 1.5)",
+                                 low=0, high=MAX_LOSS_WEIGHT)
+    score_weight: float = _f(0.02, "weight of the score distribution loss (network.score; KataGo 0.02)",
+                             low=0, high=MAX_LOSS_WEIGHT)
     opponent_policy_weight: float = _f(0.15, "weight of the opponent-reply policy loss (network.opponent_policy; "
-                                       "KataGo 0.15)", low=0)
+                                       "KataGo 0.15)", low=0, high=MAX_LOSS_WEIGHT)
     mixed_precision: str = _f("auto", "autocast of the training steps: auto = bfloat16 on a GPU that has it, "
                               "else float16 (with loss scaling) on a GPU, off on a CPU; bfloat16 also runs "
                               "on a CPU", choices=("auto", "off", "bfloat16", "float16"))
@@ -146,17 +172,18 @@ class TrainConfig:
 
 @dataclass
 class EvaluationConfig:
-    every: int = _f(4, "evaluate every this many iterations (0 = only at the end)", low=0)
+    every: int = _f(4, "evaluate every this many iterations (0 = only at the end)", low=0, high=MAX_ITERATIONS)
     max_share: float = _f(0.1, "skip an evaluation that is due while the run has spent more than this share of its "
                           "time on evaluations (with Ray, on its waits for the evaluator actor); 1 = never skip, 0 = "
                           "evaluate only the last iteration of the budget, which is never skipped", low=0.0, high=1.0)
     games: int = _f(40, "games against each opponent per evaluation", low=2, high=MAX_GAMES)
     simulations: int = _f(64, "search simulations per move of the network in evaluation games (search.algorithm)",
-                          low=1)
+                          low=1, high=MAX_SIMULATIONS)
     ladder: list = _f([100, 300, 1000, 3000, 10000],
                       "opponents, weakest first: UCT iterations (100 = uct:100) or player specs ('random', "
                       "'flatmc:100', 'gtp:...'); the first is Elo 0")
-    opponents: int = _f(1, "ladder opponents per evaluation, chosen around the current strength", low=1)
+    opponents: int = _f(1, "ladder opponents per evaluation, chosen around the current strength",
+                        low=1, high=MAX_OPPONENTS)
     previous_games: int = _f(20, "games against the previously evaluated network (connect the ladder's Elo)", low=0,
                              high=MAX_GAMES)
     opening_plies: int = _f(2, "random opening moves in the games against the previous network", low=0,
@@ -168,7 +195,7 @@ class RunConfig:
     seed: int = _f(0, "random seed", low=0, high=2**32 - 1)
     device: str = _f("cpu", "torch device: cpu or cuda")
     threads: int = _f(0, "torch CPU threads (0 = torch's default)", low=0, high=1024)
-    keep_every: int = _f(10, "keep a numbered checkpoint every this many iterations", low=1)
+    keep_every: int = _f(10, "keep a numbered checkpoint every this many iterations", low=1, high=MAX_ITERATIONS)
 
 
 @dataclass
@@ -263,8 +290,6 @@ def merge_toml(config: Config, data: dict, origin: str) -> None:
             _apply(config, section, key, value, from_text=False, origin=origin)
 
 
-MAX_MINUTES = 1_000_000  # a run's (and an ablation arm's) budget: beyond these it is a typo, not a plan
-MAX_ITERATIONS = 1_000_000_000
 MAX_CONFIG_BYTES = 1 << 20  # a config file is a few hundred bytes; /dev/zero is not one
 
 

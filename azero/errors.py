@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
@@ -47,6 +48,18 @@ def regular_file(path, what: str, error: type[UserError] = UserError) -> None:
         raise error(f"{path} is a folder, not a {what}")
     if not stat.S_ISREG(mode):
         raise error(f"{path} is not a {what}: it is not a regular file")
+
+
+@contextlib.contextmanager
+def naming_file(path):
+    """An OSError inside the block that names no file (write, flush and fsync give none: a full
+    disk's "No space left on device") is raised again naming `path`."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename is not None or error.errno is None:
+            raise
+        raise OSError(error.errno, error.strerror, str(path)) from None
 
 
 def is_int(value) -> bool:

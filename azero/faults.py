@@ -39,7 +39,7 @@ ACTIONS = ("kill", "pause", "enospc")
 _reached: dict[str, int] = {}
 
 
-def fault(point: str, filename: str | None = None) -> None:
+def fault(point: str) -> None:
     """Do what AZERO_FAULT asks if it names `point` and this is the time; otherwise nothing."""
     wanted = os.environ.get(VARIABLE)
     if not wanted:
@@ -52,7 +52,7 @@ def fault(point: str, filename: str | None = None) -> None:
         return
     action = match.group(3) or "kill"
     if action == "enospc":
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), filename)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as write() and fsync() do: no file named
     if action == "pause":
         print(f"{VARIABLE}: paused at {point}", file=sys.stderr, flush=True)
         time.sleep(3600)

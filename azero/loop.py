@@ -42,7 +42,7 @@ from .arena import MAX_GAMES_AT_ONCE, check_opening
 from .checkpoint import (TEMPORARY_SUFFIX, atomic_save, atomic_write_text, load_checkpoint, network_checkpoint,
                          remove_temporary_files)
 from .config import Config, config_from_dict, differences, read_toml, toml_text
-from .errors import UserError
+from .errors import UserError, naming_file
 from .evaluation import LadderEvaluator
 from .faults import fault
 from .metrics import METRICS, read_metrics
@@ -387,10 +387,10 @@ class Run:
 
     def _log_metrics(self, record: dict) -> None:
         line = json.dumps(record) + "\n"
-        with open(self.dir / METRICS, "a") as out:
+        with naming_file(self.dir / METRICS), open(self.dir / METRICS, "a") as out:
             out.write(line[: len(line) // 2])
             out.flush()
-            fault("metrics.write", str(self.dir / METRICS))
+            fault("metrics.write")
             out.write(line[len(line) // 2:])
             out.flush()
             fault("metrics.written")

@@ -27,10 +27,10 @@ from games import Game, State
 from games.random import fold, make_keys
 
 from .search import Tree
+from .search.memory import MAX_SIMULATIONS
 
 RESIGN = -2  # a player's answer for a game it gives up (NO_ACTION is -1)
-# The most one move may ask of a player: simulations (or rollouts) and seconds of search.
-MAX_SIMULATIONS = 100_000_000
+# The most one move may ask of a player: simulations (or rollouts, MAX_SIMULATIONS) and seconds of search.
 MAX_SECONDS = 3600.0
 SIMULATIONS_ALLOWED = f"1..{MAX_SIMULATIONS:,}"
 

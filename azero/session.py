@@ -124,9 +124,22 @@ class GameSession:
 
     game: Game
     actions: list[int] = field(default_factory=list)
+    # per action: a pass put in before one side's second move in a row (play_inserted_pass)
+    inserted: list[bool] = field(default_factory=list)
 
     def __post_init__(self):
         self._states = [self.game.initial_state(1)]
+
+    @classmethod
+    def of(cls, game: Game, actions: list[int], inserted: list[bool] | None = None) -> "GameSession":
+        """A session with `actions` played (those `inserted` marks as passes put in: play_inserted_pass)."""
+        session = cls(game)
+        for index, action in enumerate(actions):
+            if inserted is not None and inserted[index]:
+                session.play_inserted_pass()
+            else:
+                session.play(action)
+        return session
 
     @property
     def state(self) -> State:
@@ -155,7 +168,7 @@ class GameSession:
     def parse(self, text: str) -> int:
         """A move from text; GameError explains what is wrong (unreadable, illegal, game over)."""
         if self.over:
-            raise GameError("the game is over; type 'new' to start another or 'undo' to take moves back")
+            raise GameError(f"the game is over ({self.result_text()}); no move follows its end")
         action = self.game.parse_action(text)
         if action not in self.legal():
             raise GameError(f"{text.strip()} is not a legal move here: {self.game.illegal_reason(self.state, action)}")
@@ -164,18 +177,28 @@ class GameSession:
     def play(self, action: int) -> None:
         self._states.append(self.game.step(self.state, torch.tensor([int(action)])))
         self.actions.append(int(action))
+        self.inserted.append(False)
+
+    def play_inserted_pass(self) -> None:
+        """The pass put in before one side's second move in a row (Game.inserted_pass): it
+        ends no game, nor counts toward two passes in a row."""
+        self._states.append(self.game.inserted_pass(self.state))
+        self.actions.append(int(self.game.pass_action))
+        self.inserted.append(True)
 
     def undo(self, count: int = 1) -> int:
         """Take back up to `count` moves; returns how many were taken back."""
         taken = 0
         while taken < count and self.actions:
             self.actions.pop()
+            self.inserted.pop()
             self._states.pop()
             taken += 1
         return taken
 
     def new(self) -> None:
         self.actions.clear()
+        self.inserted.clear()
         self._states = [self.game.initial_state(1)]
 
     def result_text(self) -> str:

@@ -37,7 +37,7 @@ import games
 from games import Game, GameError, State
 
 from . import __version__
-from .errors import UserError
+from .errors import UserError, naming_file
 from .faults import fault
 
 LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -121,20 +121,25 @@ def resignation_text(black_won: bool) -> str:
 
 
 def to_sgf(game: Game, actions: list[int], *, black: str = "", white: str = "", result: str | None = None,
-           date: datetime.date | None = None, comment: str = "") -> str:
+           date: datetime.date | None = None, comment: str = "", inserted: list[bool] | None = None) -> str:
     """The SGF text of one game from the start position.
 
     `result` is the RE value; by default it is worked out by replaying the moves
-    (see `result_text`). Raises GameError if a move is illegal.
+    (see `result_text`). `inserted`: per action, whether it is a pass put in before one side's
+    second move in a row (Game.inserted_pass, GTP's): the record leaves it out, giving that side
+    two moves, as `replay` reads them. Raises GameError if a move is illegal.
     """
     check_supported(game)
     state = game.initial_state(1)
     height, width = game.board_shape
     size = f"{width}" if width == height else f"{width}:{height}"
     nodes = []
-    for action in actions:
+    for index, action in enumerate(actions):
         action = int(action)
         colour = COLOURS[int(state.to_play[0])]
+        if inserted is not None and inserted[index]:
+            state = game.inserted_pass(state)
+            continue
         state = game.step(state, torch.tensor([action]))
         if game.forced_pass and action == game.pass_action:
             continue  # the other side simply moves again
@@ -222,9 +227,10 @@ def match_files(folder: str | Path, game: Game, match) -> Iterator[Path]:
         try:
             path, first = _claim_game_file(Path(folder), first)
             claimed = True
-            fault("sgf", str(path))
-            write_sgf(path, game, record.actions, black=record.first, white=record.second, result=re_value,
-                      comment=f"{match.a} vs {match.b}, game {number} of {total}")
+            with naming_file(path):
+                fault("sgf")
+                write_sgf(path, game, record.actions, black=record.first, white=record.second, result=re_value,
+                          comment=f"{match.a} vs {match.b}, game {number} of {total}")
         except BaseException as error:  # (a ^C or a bug too: no empty record left behind)
             if claimed:  # the empty file that held the number
                 path.unlink(missing_ok=True)
@@ -381,6 +387,7 @@ class Replay:
     actions: list[int]
     state: State
     passes_put_in: int = 0
+    inserted: list[bool] = field(default_factory=list)  # per action: a pass put in (Game.inserted_pass)
 
 
 def play_actions(game: Game, actions: list[int]) -> State:
@@ -401,7 +408,7 @@ def replay(game: Game, record: SGFRecord) -> Replay:
     """
     state = game.initial_state(1)
     played: list[int] = []
-    inserted = 0
+    put_in: list[bool] = []
     pass_action = game.pass_action
     for number, (colour, move) in enumerate(record.moves, start=1):
         action = parse_point(game, move)
@@ -409,12 +416,13 @@ def replay(game: Game, record: SGFRecord) -> Replay:
             if pass_action is None or pass_action not in game.legal_actions(state):
                 raise GameError(f"SGF move {number}: {COLOURS[colour]} moves twice in a row but the other side "
                                 "cannot pass")
-            state = game.step(state, torch.tensor([pass_action]))
+            state = game.inserted_pass(state)
             played.append(pass_action)
-            inserted += 1
+            put_in.append(True)
         try:
             state = game.step(state, torch.tensor([action]))
         except GameError as error:
             raise GameError(f"SGF move {number} ({COLOURS[colour]}[{move}]): {error}") from None
         played.append(action)
-    return Replay(played, state, inserted)
+        put_in.append(False)
+    return Replay(played, state, sum(put_in), put_in)

@@ -499,6 +499,19 @@ class Game:
         """The legal actions of game `index` as a Python list (for UIs and protocols)."""
         return self.legal_mask(state[index])[0].nonzero().flatten().tolist()
 
+    def inserted_pass(self, state: State) -> State:
+        """The position after the pass put in before one side's second move in a row (GTP lets a
+        controller give one colour two moves, an SGF record may): a pass that counts toward no
+        two passes in a row, so it ends no game (but at the move cap) and the position after it
+        keeps the move before it as its last move. GameError where the pass is illegal."""
+        pass_action = torch.full((state.batch_size,), -1 if self.pass_action is None else self.pass_action,
+                                 dtype=torch.long, device=state.device)
+        last = getattr(state, "last_action", None)
+        if last is None:
+            return self.step(state, pass_action)
+        after = self.step(dataclasses.replace(state, last_action=torch.full_like(last, NO_ACTION)), pass_action)
+        return dataclasses.replace(after, last_action=last.clone())
+
     # -- optional parts (module docstring); the defaults ----------------------------------------
     def describe(self) -> str:
         """A title for people, e.g. 'gomoku 9x9, 5 or more in a row'."""

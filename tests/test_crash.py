@@ -190,6 +190,8 @@ def test_a_full_disk_is_one_clear_message_and_the_run_resumes_once_space_is_back
     out = train(*TINY, "--iterations", "4", "--run-dir", str(run_dir), env={**ENV, "AZERO_FAULT": f"{point}@2:enospc"})
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert out.stderr.startswith("error: cannot write the run's files: No space left on device")
+    named = {"checkpoint.write": run_dir / "latest.pt", "metrics.write": run_dir / "metrics.jsonl"}
+    assert f"({named.get(point, run_dir)}" in out.stderr, out.stderr  # the file: write() names none itself
     assert len(out.stderr.strip().splitlines()) == 1 and "holds iteration 1, intact" in out.stderr
     assert saved_iteration(run_dir) == 1 and check_folder(run_dir) == 1
     assert not list(run_dir.rglob(".*.tmp"))

@@ -198,14 +198,17 @@ def test_a_checkpoint_plays_its_own_board_size_only(tmp_path):
     assert engine.quit() == 0
 
 
-def test_command_line_errors_are_one_line():
+def test_command_line_errors_are_one_line(monkeypatch):
     for args in (["--game", "gomoku", "--player", "uct:10"], ["--player", "uct:10"], ["--game", "othello",
                                                                                       "--player", "uct:x"]):
         out = run_here("gtp.py", *args)
         assert out.returncode == 2 and "error: " in out.stderr and "Traceback" not in out.stderr, out.stderr
     out = run_here("match.py", "--game", "othello", "--a", "random", "--b", "gtp:no-such-engine --mode gtp")
     assert out.returncode == 2 and "cannot find the program 'no-such-engine'" in out.stderr
-    with pytest.raises(UserError, match="GTP plays go and othello"):
+    import shutil
+
+    monkeypatch.setattr(shutil, "which", lambda *args, **options: None)  # as without GNU Go installed
+    with pytest.raises(UserError, match="GTP plays go and othello"):  # the game is said first
         make("gtp:gnugo", games.make("connect4"))
     with pytest.raises(UserError, match="needs the engine's command line"):
         make("gtp:", games.make("othello"))
@@ -573,3 +576,28 @@ def test_bytes_of_an_external_engine_that_are_not_utf8_are_an_unreadable_answer_
     assert client.ask("genmove b") == "\ufffd\ufffd"  # the player then refuses it as no vertex
     assert client.process.poll() is None
     client.close()
+
+
+@go_only
+def test_one_colour_moving_twice_then_passing_does_not_end_the_game():
+    """`play b d4`, `play b d5`, `play b pass`: the passes the engine puts in for white do not
+    count toward two passes in a row (two moves by one colour are legal GTP: a controller
+    setting up a position), so the game goes on, and its record reads back the same."""
+    from azero.protocols.gtp import GTPEngine
+    from azero.session import Engine
+
+    replies = []
+    engine = GTPEngine(games.make("go", size=9), lambda game: Engine(game, "random"), write=replies.append)
+    for line in ["play b d4", "play b d5", "play b pass", "play w e5", "play b e6", "play w pass", "printsgf"]:
+        replies.clear()
+        engine.handle(line)
+        assert replies and replies[0].startswith("="), (line, replies)
+    record = sgf.read_sgf(replies[0][1:].strip())
+    game = games.make("go", size=9)
+    assert not bool(sgf.replay(game, record).state.done[0])
+    replies.clear()
+    engine.handle("play b pass")  # now two passes in a row: white's own, then black's
+    assert replies[0].startswith("=")
+    replies.clear()
+    engine.handle("play w e7")
+    assert replies[0].startswith("?") and "over" in replies[0]

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
+import site
 import subprocess
 import sys
 import tomllib
@@ -15,19 +17,37 @@ from runs import tiny_sets
 REPO = Path(__file__).resolve().parent.parent
 
 
+def _setuptools_builds_wheels() -> bool:
+    """Whether this interpreter's setuptools builds wheels: its own bdist_wheel (70.1 and later) or
+    the wheel package's (a new venv's setuptools 65 has neither: "invalid command 'bdist_wheel'")."""
+    if importlib.util.find_spec("setuptools") is None:
+        return False
+    return any(importlib.util.find_spec(name) is not None for name in ("setuptools.command.bdist_wheel", "wheel"))
+
+
 def test_an_installed_azero_trains_from_another_folder(tmp_path):
     # the sources without the checkout's own clutter: the build must not depend on it
     source = tmp_path / "source"
     shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
         ".git", "runs", "build", "*.egg-info", "__pycache__", ".venv", "docs", "tests"))
     environment = tmp_path / "venv"
-    # the system's packages (torch, numpy, ...) are visible; azero itself is installed into the venv
-    # (without a pip of its own: the system's pip and setuptools build the wheel, with no download)
+    # this interpreter's packages (torch, numpy, pip, ...) are visible; azero itself is installed
+    # into the venv (without a pip of its own). Inside a virtual environment "the system's packages"
+    # are the base interpreter's, not the environment's, so the venv is also given this
+    # interpreter's site folders (plain paths: their .pth files, an editable azero's among them, are
+    # not read)
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(environment)],
                    check=True)
     python = environment / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    install = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(source)],
+    folders = subprocess.run([python, "-c", "import site; print(site.getsitepackages()[0])"], capture_output=True,
+                             text=True, env=env, check=True).stdout.strip()
+    Path(folders, "outer-packages.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    # the wheel is built by this interpreter's setuptools where it can build one (setuptools 70.1 or
+    # later, or the wheel package), with no download; else (a new venv's setuptools 65) pip builds it
+    # in isolation with the setuptools pyproject.toml asks for, from the index the install came from
+    isolation = ["--no-build-isolation"] if _setuptools_builds_wheels() else []
+    install = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", *isolation, str(source)],
                              capture_output=True, text=True, env=env)
     assert install.returncode == 0, install.stderr
     shutil.rmtree(source)  # the installed copy must stand alone

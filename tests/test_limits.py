@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import re
 
 import pytest
 import torch
@@ -222,3 +224,52 @@ class _Sink(io.StringIO):
     def write(self, text):
         self.replies.extend(line for line in text.splitlines() if line)
         return len(text)
+
+
+def test_a_piskvork_brain_keeps_its_tree_within_info_max_memory():
+    """INFO max_memory bounds the search tree: the brain's trees stay within what the limit
+    leaves over the memory it held once its engine was made (the tree's own bytes, measured)."""
+    from azero.search.tree import tree_bytes
+
+    replies = []
+    brain = Brain(lambda game: Engine(game, "uct:100000000"), write=replies.append)
+    brain.handle("START 15")
+    brain.handle("INFO timeout_turn 1500")
+    unbounded = brain.engine.player
+    brain.handle("BEGIN")
+    assert tree_bytes(unbounded._spare) > 8 << 20  # the move's tree, no limit said: tens of MB
+    brain.handle("START 15")
+    with open("/proc/self/statm") as statm:  # the process's resident memory now, its engine made
+        resident = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    allowed = 2 << 20
+    brain.handle(f"INFO max_memory {resident + allowed}")
+    player = brain.engine.player
+    for line in ("BEGIN", "TURN 7,8", "TURN 9,9"):
+        replies.clear()
+        brain.handle(line)
+        assert replies and re.fullmatch(r"\d+,\d+", replies[-1]), replies
+        assert 0 < tree_bytes(player._spare) <= allowed + (256 << 10)  # (the brain measured its memory itself)
+    brain.handle("INFO max_memory 0")  # no limit
+    assert brain.tree_limit() is None
+
+
+def test_a_piskvork_rule_the_protocol_does_not_define_is_said_to_be_unknown():
+    replies = []
+    brain = Brain(lambda game: Engine(game, "random"), write=replies.append)
+    brain.handle("START 10")
+    for value in ("-1", "16", "-5"):
+        replies.clear()
+        brain.handle(f"INFO rule {value}")
+        assert replies == [f"ERROR INFO rule {value}: that value is unknown (0 freestyle, 1 exactly five; 2 "
+                           "continuous, 4 renju and 8 caro are bits added to them)"]
+    replies.clear()
+    brain.handle("INFO rule 4")
+    assert replies[0].startswith("ERROR renju rules are not supported")
+
+
+def test_the_analysis_engine_speaks_its_own_words_for_a_move_after_the_end():
+    """A move after the game's end is refused in the protocol's words: no terminal's 'new' or 'undo'."""
+    game = games.make("tictactoe")
+    replies = ask(Engine(game, "random"), {"id": 1, "moves": ["a1", "a2", "b1", "b2", "c1", "c2"]})
+    assert replies == [{"id": 1, "error": "move 6 (c2): the game is over (first player wins); no move follows "
+                                          "its end"}], replies

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import os
 import subprocess
 import sys
@@ -151,13 +152,16 @@ def gtp(make_engine=lambda game: Engine(game, "random"), spec="go:size=5") -> tu
     return GTPEngine(games.make_from_spec(spec), make_engine, write=replies.append), replies
 
 
-def test_gtp_refuses_a_move_whose_implicit_pass_would_end_the_game():
+def test_gtp_a_move_after_the_same_colours_pass_ends_no_game():
+    """play b pass, then play b c3: the pass put in for white counts toward no two passes in a
+    row (it was refused as ending the game); the game goes on, white to move."""
     engine, replies = gtp()
     engine.handle("play b pass")
-    for line in ("genmove b", "play b c3"):
-        engine.handle(line)
-        assert replies[-1] == "? illegal move: it is white's turn, and a pass by white would end the game\n\n"
-    assert engine.session.actions == [engine.game.pass_action] and not engine.session.over
+    engine.handle("play b c3")
+    assert replies[-1] == "=\n\n", replies[-1]
+    pass_action = engine.game.pass_action
+    assert engine.session.actions == [pass_action, pass_action, engine.game.parse_action("c3")]
+    assert not engine.session.over and engine.session.to_play == 1
     engine.handle("genmove w")
     assert replies[-1].startswith("= ")
 
@@ -624,12 +628,16 @@ def test_a_failure_other_than_the_disk_while_writing_sgf_prints_the_result_first
     assert sorted(path.name for path in tmp_path.iterdir()) == ["game-0001.sgf", "game-0002.sgf"]
 
 
-def test_an_engine_whose_file_name_is_not_utf8_plays_and_is_named_in_its_sgf_records(tmp_path):
+def test_an_engine_whose_file_name_is_not_utf8_plays_and_is_named_in_its_sgf_records(tmp_path, monkeypatch):
     python = tmp_path / os.fsdecode(b"python-\xff")  # a name Linux allows: Python reads it as '\udcff'
     try:
         python.symlink_to(sys.executable)
     except (OSError, UnicodeError, NotImplementedError):
         pytest.skip("this file system takes no such name")
+    # the interpreter under another name, outside a virtual environment, does not see that
+    # environment's packages (nor an editable azero): the engine is given this checkout and this
+    # interpreter's import path
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), *(entry for entry in sys.path if entry)]))
     engine = f"gtp:{python} {SCRIPTS / 'gtp.py'} --game go:size=5 --player random"
     out = run_here("evaluate.py", "--game", "go:size=5", "--a", engine, "--b", "random", "--games", "2",
                    "--sgf", str(tmp_path / "sgf"))
@@ -643,3 +651,37 @@ def sgf_properties(path: Path) -> dict:
     from azero.sgf import read_sgf
 
     return read_sgf(path.read_text(encoding="utf-8")).properties
+
+
+def test_a_network_that_does_not_fit_its_description_says_which_shapes_differ_in_one_line(tmp_path):
+    """A checkpoint whose weights are another network's than its config says (channels 16
+    declared, 8 stored): one line naming the first tensors whose shapes differ, not torch's
+    cut-off "Error(s) in loading state_dict for PolicyValueNet:"."""
+    from azero.checkpoint import load_checkpoint, network_from_checkpoint
+
+    game = games.make("tictactoe")
+    data = network_checkpoint(small_net(game), game, 1)
+    data["network"]["channels"] = 8
+    path = tmp_path / "other.pt"
+    atomic_save(data, path)
+    with pytest.raises(UserError) as refused:
+        network_from_checkpoint(load_checkpoint(path))
+    message = str(refused.value)
+    assert "\n" not in message and "Error(s) in loading" not in message, message
+    assert re.search(r"stem\.0\.weight is \[16, \d+, 3, 3\] in the file, \[8, \d+, 3, 3\] for its description",
+                     message), message
+    assert "more differ" in message
+
+
+def test_an_sgf_record_giving_one_side_two_moves_then_a_pass_loads_whole(board):
+    """B[ee];B[cc];B[];W[dd]: the passes put in for white count toward no two passes in a row,
+    so the record's last move is played too (the load stopped half-way with a traceback's words);
+    the board's own record reads back to the same moves."""
+    board.load_sgf("(;GM[1]SZ[9];B[ee];B[cc];B[];W[dd])")
+    pass_action = board.game.pass_action
+    assert board.session.actions == [40, pass_action, 20, pass_action, pass_action, 30]
+    assert not board.session.over and "2 passes put in" in board.message
+    from azero.sgf import read_sgf, replay
+
+    again = replay(board.game, read_sgf(board.sgf()))
+    assert again.actions == board.session.actions and again.inserted == board.session.inserted

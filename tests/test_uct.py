@@ -397,3 +397,28 @@ def test_evaluate_script_prints_json_and_user_errors_are_one_line():
                                    ("--batch", "100000000", "--batch must be in 1..65,536")):
         bad = run_here("evaluate.py", *args[:4], "--b", "random", option, value)
         assert bad.returncode == 2 and message in bad.stderr  # refused at once, not hours (or gigabytes) later
+
+
+def test_a_uct_engine_for_19x19_go_is_ready_after_one_playout():
+    """Making a uct: engine (the GUI's new game, GTP's boardsize 19) compiles its search with one
+    random playout of the start, not with a rollout for every simulation of a short search
+    (24 batches of hundreds of Go moves: 22-145 s)."""
+    import time
+
+    from azero.session import Engine
+
+    game = games.make("go", size=19)
+    played = []
+    original = game.random_playout
+
+    def counted(states, keys):
+        played.append(states.batch_size)
+        return original(states, keys)
+
+    game.random_playout = counted
+    started = time.monotonic()
+    engine = Engine(game, "uct:200")
+    assert played == [1], played
+    assert time.monotonic() - started < 30
+    analysis = engine.think(game.initial_state(1), simulations=8)  # and it searches with its rollouts
+    assert int(analysis.visits.sum()) == 8 and sum(played) > 1

@@ -256,6 +256,82 @@ def test_a_client_that_drips_its_body_is_refused_when_the_body_is_late(impatient
     assert code == 200 and state["moves"] == []
 
 
+def _trickle(connection, data: bytes, *, pause: float, budget: float) -> tuple[bytes, float]:
+    """Send `data` a byte every `pause` s until the server closes (or `budget` s pass); then
+    (what the server answered, seconds from the first byte to its close)."""
+    started, answer = time.monotonic(), b""
+    for byte in data:
+        if time.monotonic() - started > budget:
+            break
+        try:
+            connection.sendall(bytes([byte]))
+        except OSError:  # closed by the server
+            break
+        time.sleep(pause)
+    connection.settimeout(budget)
+    try:
+        while chunk := connection.recv(65536):
+            answer += chunk
+    except OSError:
+        pass
+    return answer, time.monotonic() - started
+
+
+def test_a_client_that_trickles_its_headers_is_cut_off_at_the_request_deadline(impatient_board):
+    """One header byte every 0.2 s (each read well inside the socket's 1 s) does not hold a
+    thread past the whole request's deadline: the server answers 408 and closes."""
+    import socket
+
+    port = impatient_board
+    headers = f"GET /api/state HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Slow: {'z' * 60}\r\n\r\n".encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=15) as connection:
+        answer, seconds = _trickle(connection, headers, pause=0.2, budget=8.0)
+    assert answer.startswith(b"HTTP/1.0 408") and b"headers did not arrive within 1 s" in answer, answer[:200]
+    assert seconds < 4, seconds  # was: every header read on, 20 s and more
+    code, state = request(port, "GET", "/api/state", None, own(port))
+    assert code == 200 and state["moves"] == []
+
+
+def test_one_client_address_holds_a_bounded_number_of_connections(impatient_board, monkeypatch):
+    """Connections from 127.0.0.2 over its limit are refused at once with 503; another address
+    (127.0.0.1) is still served meanwhile, and once the idle ones are cut off 127.0.0.2 is too."""
+    import socket
+
+    from azero.web import guard
+
+    monkeypatch.setattr(guard, "MAX_CONNECTIONS_PER_CLIENT", 4)
+    port = impatient_board
+    held = []
+    try:
+        for _ in range(4):  # idle connections: they send nothing
+            held.append(socket.create_connection(("127.0.0.1", port), timeout=10, source_address=("127.0.0.2", 0)))
+        time.sleep(0.2)  # (the server takes them in order)
+        with socket.create_connection(("127.0.0.1", port), timeout=10, source_address=("127.0.0.2", 0)) as extra:
+            extra.sendall(f"GET /api/state HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+            answer = b""
+            while chunk := extra.recv(65536):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.0 503") and b"4 connections open" in answer, answer[:200]
+        code, state = request(port, "GET", "/api/state", None, own(port))  # from 127.0.0.1
+        assert code == 200 and state["moves"] == []
+    finally:
+        for connection in held:
+            connection.close()
+    time.sleep(0.5)
+    deadline = time.monotonic() + 5
+    while True:  # the held connections' threads end (closed by us, or cut off at 1 s)
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=("127.0.0.2", 0))
+        try:
+            connection.request("GET", "/api/state", headers=own(port))
+            status = connection.getresponse().status
+        finally:
+            connection.close()
+        if status == 200 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert status == 200
+
+
 def test_a_client_that_resets_mid_request_costs_no_traceback():
     import socket
     import struct

@@ -17,13 +17,14 @@ from games.options import Option, read_option
 from games.random import make_keys
 
 from ..checkpoint import load_checkpoint, network_from_checkpoint
-from ..config import ConfigError, SearchConfig, config_from_dict
+from ..config import MAX_CONSIDERED, ConfigError, SearchConfig, config_from_dict
 from ..errors import UserError
 from ..network import LOW_PRECISION_MIN_BATCH, PRECISIONS, PolicyValueNet, precision_problem
 from ..player import MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from ..search import Tree, choose, search_with_budget
 from ..search.gumbel import chosen_action, deadline_stop
 from ..search.network_search import ALGORITHMS, NetworkSearch
+from ..search.selection import MAX_C_INIT, MAX_C_SCALE, MAX_C_VISIT
 from ..search.tree import tree_bytes
 from .spec import (NETWORK_VIRTUAL_LOSS, PARALLEL, SECONDS, SEED, SPARE_TREE_BYTES, PlayerEntry, PlayerSpec,
                    leaves_per_step)
@@ -36,11 +37,13 @@ OPTIONS = {
                         "can only end it sooner; given, a game's clock only bounds it)"),
     "algorithm": Option(None, str, choices=ALGORITHMS, noun="search algorithm",
                         help="puct or gumbel; default: the checkpoint's search.algorithm, else puct"),
-    "c_init": Option(1.25, float, low=0, help="PUCT exploration constant c_init"),
-    "considered": Option(None, int, low=1, help="gumbel: root moves considered (m); default: the checkpoint's, "
-                         "else 16"),
-    "c_visit": Option(None, float, low=0, help="gumbel: sigma's c_visit; default: the checkpoint's, else 50"),
-    "c_scale": Option(None, float, low=0, help="gumbel: sigma's c_scale; default: the checkpoint's, else 1"),
+    "c_init": Option(1.25, float, low=0, high=MAX_C_INIT, help="PUCT exploration constant c_init"),
+    "considered": Option(None, int, low=1, high=MAX_CONSIDERED,
+                         help="gumbel: root moves considered (m); default: the checkpoint's, else 16"),
+    "c_visit": Option(None, float, low=0, high=MAX_C_VISIT,
+                      help="gumbel: sigma's c_visit; default: the checkpoint's, else 50"),
+    "c_scale": Option(None, float, low=0, high=MAX_C_SCALE,
+                      help="gumbel: sigma's c_scale; default: the checkpoint's, else 1"),
     "rescale_q": Option(None, bool, metavar="true|false", help="gumbel: sigma's Q min-max normalised at each "
                         "node; default: the checkpoint's, else false"),
     "precision": Option("auto", str, choices=PRECISIONS, noun="precision",

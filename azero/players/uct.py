@@ -13,13 +13,14 @@ from ..errors import UserError
 from ..player import MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from ..search import CRITERIA, UCB1, RolloutEvaluator, Tree, choose, search, search_with_budget, simulate
 from ..search.final import max_robust_exists
+from ..search.selection import MAX_C
 from ..search.tree import tree_bytes
 from .spec import PARALLEL, SECONDS, SEED, SPARE_TREE_BYTES, VIRTUAL_LOSS, leaves_per_step
 
 ARGUMENT = Option(None, int, low=1, high=MAX_SIMULATIONS, allowed=SIMULATIONS_ALLOWED, metavar="ITERATIONS",
                   help="a budget (iterations a move)")
 OPTIONS = {
-    "c": Option(math.sqrt(2.0), float, low=0, help="UCB1 exploration constant, √2 unless given"),
+    "c": Option(math.sqrt(2.0), float, low=0, high=MAX_C, help="UCB1 exploration constant, √2 unless given"),
     "final": Option("robust", str, choices=CRITERIA, noun="final-move criterion",
                     help="how the move is chosen among the root's children"),
     "parallel": PARALLEL,
@@ -113,14 +114,28 @@ class UCTPlayer(Player):
         return self.analyse(states, keys).action
 
     def prepare(self, state) -> None:
-        """Compile the search's loops and the game's (a short search of each kind a move may run)."""
+        """Compile the game's playouts (one rollout of `state`) and the search's loops (a short
+        search of each kind a move may run, its leaves valued by a stand-in: the walks, the
+        expansion and the backup are what compile). Rollouts for the whole short search from
+        the start of a long game took tens of seconds (19x19 Go: hundreds of moves each)."""
         keys = make_keys(self.seed, state.batch_size)
+        self.evaluator(state, keys)
         steps = 2 * self.leaves_per_step(None)
-        self.analyse(state, keys, simulations=steps)  # the kind a clock runs
-        search(self.game, state, self.evaluator, self.rule, steps, keys, parallel=self.leaves_per_step(steps))
+        rollouts, self.evaluator = self.evaluator, _draws
+        try:
+            self.analyse(state, keys, simulations=steps)  # the kind a clock runs
+            search(self.game, state, self.evaluator, self.rule, steps, keys, parallel=self.leaves_per_step(steps))
+        finally:
+            self.evaluator = rollouts
+            self._spare = None  # (a tree of the stand-in's values)
 
     def close(self) -> None:
         self._spare = None
+
+
+def _draws(states, keys, legal=None) -> tuple[None, torch.Tensor]:
+    """A stand-in evaluator for `prepare`: every leaf a draw, no prior (as the rollouts give)."""
+    return None, torch.zeros(states.batch_size, device=states.device)
 
 
 def _live(on_progress, player):

@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
 
-import torch
 
 from games import Game, GameError, State
 from games.options import is_whole_number
@@ -163,8 +162,7 @@ class GTPEngine:
         # the engine for a new board size or komi is made (and prepared) now, not at genmove, and
         # first: where it cannot be made (a checkpoint of another game) the game so far stays
         self._engine_for(game)
-        self.session = GameSession(game)
-        self.implicit: list[bool] = []  # per move: a pass this engine put in (undone with the next move)
+        self.session = GameSession(game)  # (its `inserted`: the passes this engine put in, undone with the next move)
         self.engine_colours: set[int] = set()
         self.resigned: int | None = None
 
@@ -189,7 +187,7 @@ class GTPEngine:
         name = COLOUR_NAMES[self.session.to_play]
         if self.game.pass_action not in self.session.legal():
             raise GameError(f"illegal move: it is {name}'s turn and {name} has a move, so cannot pass")
-        state = self.game.step(state, torch.tensor([self.game.pass_action]))
+        state = self.game.inserted_pass(state)
         if bool(state.done[0]):
             raise GameError(f"illegal move: it is {name}'s turn, and a pass by {name} would end the game")
         return state, True
@@ -279,21 +277,18 @@ class GTPEngine:
         if self.game.komi is None or komi == self.game.komi:
             return  # a game without komi (Othello) ignores it
         game = self._remake("komi not supported", komi=komi)
-        moves, implicit = list(self.session.actions), list(self.implicit)
+        moves, inserted = list(self.session.actions), list(self.session.inserted)
         colours, resigned = self.engine_colours, self.resigned
         self._new_game(game)
-        for action, inserted in zip(moves, implicit, strict=True):
-            self._play_move(action, implicit=inserted)
+        self.session = GameSession.of(game, moves, inserted)
         self.engine_colours, self.resigned = colours, resigned
 
     def gtp_undo(self, args):
         if not self.session.actions:
             raise GameError("cannot undo: no moves")
         self.session.undo(1)
-        self.implicit.pop()
-        while self.implicit and self.implicit[-1]:
+        while self.session.inserted and self.session.inserted[-1]:
             self.session.undo(1)
-            self.implicit.pop()
         self.resigned = None
 
     def gtp_showboard(self, args):
@@ -372,8 +367,10 @@ class GTPEngine:
         return format_vertex(self.game, action)
 
     def _play_move(self, action: int, *, implicit: bool = False) -> None:
-        self.session.play(action)
-        self.implicit.append(implicit)
+        if implicit:  # (it counts toward no two passes in a row: Game.inserted_pass)
+            self.session.play_inserted_pass()
+        else:
+            self.session.play(action)
 
     def gtp_play(self, args):
         colour_text, vertex = self._arguments(args, 2, "play COLOR VERTEX")
@@ -389,7 +386,7 @@ class GTPEngine:
     # -- records -----------------------------------------------------------------------------------
     def _sgf_info(self) -> dict:
         names = [f"azero {self.engine.name}" if colour in self.engine_colours else "" for colour in (0, 1)]
-        info = {"black": names[0], "white": names[1]}
+        info = {"black": names[0], "white": names[1], "inserted": self.session.inserted}
         if self.resigned is not None:
             info["result"] = resignation_text(black_won=self.resigned == 1)
         return info

@@ -247,6 +247,7 @@ def make_gtp_player(command: str, game: Game) -> GTPPlayer:
         raise UserError(f"gtp: cannot read the command {command!r}: {error}") from None
     if not argv:
         raise UserError('gtp needs the engine\'s command line, e.g. gtp:"gnugo --mode gtp --level 1"')
+    check_game(game)  # before the program is looked for: no engine would play another game
     program = shutil.which(argv[0]) or shutil.which(argv[0], path="/usr/games:/usr/local/games")
     if program is None:
         raise UserError(f"gtp: cannot find the program {argv[0]!r} (looked on PATH and in /usr/games)")

@@ -8,7 +8,11 @@ from the top, both from 0. Replies: a move "x,y", OK, or
   ERROR <message>     for a command that cannot be carried out (bad coordinates,
                       an occupied square, a command out of order, an unsupported
                       size or rule); the brain keeps running
-INFO rule: 0 freestyle, 1 exactly five (standard); renju (4) and caro (8) get ERROR.
+INFO rule: 0 freestyle, 1 exactly five (standard); renju (4) and caro (8) get ERROR, and so does a
+value the protocol does not define (negative, or other bits than 1, 2, 4 and 8).
+INFO max_memory (bytes; 0 = no limit) bounds the search tree: it gets what the limit leaves
+over the memory the brain held once its engine was made (MIN_TREE_BYTES at least, the search
+then stopping early), through the tree memory limit (azero/search/memory.py).
 The brain searches until a deadline derived from INFO timeout_turn and time_left
 (85% of the allowed time, and at least RESERVE seconds less); its slow work (loading the
 network, compiling the search, and, in scripts/pbrain.py, freezing what they made out of the
@@ -30,6 +34,7 @@ from games.options import is_whole_number
 from .. import __version__
 from ..errors import UserError, internal_error
 from ..player import MAX_SECONDS
+from ..search import memory
 from ..session import Engine
 from .lines import TooLong, serve_lines
 from .piskvork_text import brain_game, check_brain_game
@@ -37,6 +42,8 @@ from .piskvork_text import brain_game, check_brain_game
 MAX_INFO_MS = 86_400_000  # INFO times are read up to a day (they are milliseconds)
 MARGIN = 0.85  # share of the allowed time spent searching, at most
 RESERVE = 0.08  # seconds kept, at least, for the last search step, the reply and a busy machine's delays
+MIN_TREE_BYTES = 1 << 20  # the tree's bytes under INFO max_memory, at least (a brain's own memory may be more)
+RULE_FLAGS = 1 | 2 | 4 | 8  # INFO rule's bits: exactly five, continuous game, renju, caro
 
 
 def one_line(message) -> str:
@@ -64,6 +71,8 @@ class Brain:
         self.board: dict[tuple[int, int], int] = {}  # (x, y) -> 1 own stone, 2 opponent's
         self.timeout_turn = 5.0
         self.time_left: float | None = None
+        self.max_memory: int | None = None  # INFO max_memory's bytes (None: no limit)
+        self.engine_bytes = 0  # the process's resident memory once the engine was made
         self.block: str | None = None  # the block of lines that DONE ends being read: BOARD's, SWAP2BOARD's
         self.board_lines: list[tuple[tuple[int, int], int]] = []  # BOARD's squares and owners, read as they come
         self.board_problem: str | None = None  # the first BOARD line refused, said at DONE
@@ -86,7 +95,17 @@ class Brain:
         self.width, self.height = width, height
         self.engine = None  # let go of the old engine before the new one is made and settled
         self.board.clear()  # (a START whose engine cannot be made leaves no game)
-        self.engine = self.make_engine(self._game())
+        self._make_engine(self._game())
+
+    def _make_engine(self, game: games.Game) -> None:
+        self.engine = self.make_engine(game)
+        self.engine_bytes = memory.resident_bytes() or 0
+
+    def tree_limit(self) -> int | None:
+        """The bytes a move's search tree may take under INFO max_memory (None: no limit)."""
+        if self.max_memory is None:
+            return None
+        return max(self.max_memory - self.engine_bytes, MIN_TREE_BYTES)
 
     def _need_start(self) -> None:
         if self.engine is None:
@@ -135,7 +154,12 @@ class Brain:
 
     def _move(self) -> None:
         state = self._state()
-        analysis = self.engine.think(state, clock=self._budget())
+        limit = self.tree_limit()
+        if limit is None:
+            analysis = self.engine.think(state, clock=self._budget())
+        else:
+            with memory.limited(limit):
+                analysis = self.engine.think(state, clock=self._budget())
         action = int(analysis.action[0])
         y, x = divmod(action, self.width)
         self.board[(x, y)] = 1
@@ -274,7 +298,12 @@ class Brain:
             self.timeout_turn = milliseconds / 1000.0 if milliseconds > 0 else 0.05
         elif key == "time_left" and milliseconds is not None:
             self.time_left = milliseconds / 1000.0
+        elif key == "max_memory" and number is not None:
+            self.max_memory = number if number > 0 else None
         elif key == "rule" and number is not None:
+            if number < 0 or number & ~RULE_FLAGS:
+                raise GameError(f"INFO rule {text}: that value is unknown (0 freestyle, 1 exactly five; "
+                                "2 continuous, 4 renju and 8 caro are bits added to them)")
             if number & 4:
                 raise GameError("renju rules are not supported (freestyle and exactly-five only)")
             if number & 8:
@@ -285,15 +314,15 @@ class Brain:
             if exact != self.exact and self.engine is not None:
                 self.engine = None  # let go of the old engine before the new one is made
                 try:
-                    self.engine = self.make_engine(brain_game(self.width, self.height, exact))
+                    self._make_engine(brain_game(self.width, self.height, exact))
                 except BaseException:
                     try:
-                        self.engine = self.make_engine(self._game())  # the rule before, whose engine was made once
+                        self._make_engine(self._game())  # the rule before, whose engine was made once
                     except BaseException:
                         self.board.clear()  # neither rule has an engine: no game, as after a failed START
                     raise
             self.exact = exact
-        # other keys (timeout_match, max_memory, game_type, folder, evaluate) need nothing
+        # other keys (timeout_match, game_type, folder, evaluate) need nothing
 
 
 def serve(make_engine: Callable[[games.Game], Engine], source: TextIO, sink: TextIO, *,

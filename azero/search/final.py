@@ -27,13 +27,16 @@ import math
 
 import torch
 
+from .selection import legal_scores
+
 CRITERIA = ("robust", "max", "max-robust", "secure")
 
 
 def _ranked(primary: torch.Tensor, secondary: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-    """argmax of primary, ties broken by secondary; illegal actions never chosen. -> long [B]"""
-    score = primary + 1e-6 * torch.tanh(secondary)
-    return score.masked_fill(~legal, -math.inf).argmax(dim=1)
+    """argmax of primary, ties broken by secondary; illegal actions never chosen, whatever the
+    arithmetic gave (NaN or infinite scores rank lowest among the legal). -> long [B]"""
+    score = primary + 1e-6 * torch.tanh(secondary.nan_to_num(nan=0.0))
+    return legal_scores(score, legal).argmax(dim=1)
 
 
 def _first_most_visited(visits: torch.Tensor, created: torch.Tensor, visited: torch.Tensor) -> torch.Tensor:
@@ -73,7 +76,7 @@ def choose(
     if criterion == "max":
         return _ranked(mean, visits, visited)
     if criterion == "max-robust":
-        masked = mean.masked_fill(~visited, -1.0)
+        masked = mean.nan_to_num(nan=-1.0).masked_fill_(~visited, -1.0)
         both = (visits == visits.amax(dim=1, keepdim=True)) & (masked == masked.amax(dim=1, keepdim=True))
         fallback = _ranked(visits, mean, visited)
         return torch.where(both.any(dim=1), both.to(torch.int8).argmax(dim=1), fallback)

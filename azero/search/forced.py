@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import torch
 
+MAX_FORCED_PLAYOUTS = 100.0  # k, at most (the paper's 2): beyond it forcing is the whole search
+
 
 def forced_visits(prior: torch.Tensor, child_visits: torch.Tensor, k: float) -> torch.Tensor:
     """n_forced float [B, A] = sqrt(k * prior * the root's total child visits).

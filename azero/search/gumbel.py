@@ -36,7 +36,7 @@ from games.random import uniform
 
 from . import kernels
 from .engine import Evaluator, simulate
-from .selection import Gumbel, NodeView
+from .selection import Gumbel, NodeView, legal_scores
 from .tree import ROOT, Tree, room_for
 
 
@@ -172,7 +172,7 @@ def root_scores(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, child_visits: to
                 ) -> torch.Tensor:
     """float [B, A]: g + logits + sigma(q_hat) of each root move, -inf for illegal ones (with
     these child visits, float [B, A], if given)."""
-    return (rule.logits(root_view(tree, child_visits)) + gumbel).masked_fill(~tree.legal[:, ROOT], -math.inf)
+    return legal_scores(rule.logits(root_view(tree, child_visits)) + gumbel, tree.legal[:, ROOT])
 
 
 def _best_with_visits(scores: torch.Tensor, child_visits: torch.Tensor, target: torch.Tensor,

@@ -34,13 +34,14 @@ from games import NO_ACTION
 from games import kernels as _games_kernels
 from games.kernels import hash_one, njit, nth_of
 
-from .selection import PUCT, RESCALE_EPSILON, UCB1, Gumbel
+from .selection import LOWEST_SCORE, PUCT, RESCALE_EPSILON, UCB1, Gumbel
 
 UCB1_KIND, PUCT_KIND, GUMBEL_KIND = 1, 2, 3
 TERMINAL, NEW_LEAF, COLLISION = 0, 1, 2  # how a walk down a tree ends
 _INF = np.float32(np.inf)
 _TINY = np.float32(np.finfo(np.float32).tiny)
 _RESCALE_EPSILON = np.float32(RESCALE_EPSILON)
+_LOWEST = np.float32(LOWEST_SCORE)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -61,6 +62,11 @@ def _first_max(scores, count):  # pragma: no cover - compiled; torch.argmax: the
         if scores[a] > best:
             best, index = scores[a], a
     return index
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _legal_score(score):  # pragma: no cover - compiled; selection.legal_scores, one legal move's score
+    return score if score > _LOWEST else _LOWEST  # (NaN and -inf: the lowest, above an illegal move's -inf)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -144,7 +150,7 @@ def _gumbel_scores(flat, child_visits, child_value_sum, legal, prior, raw, c_vis
             mass += out[a]
     for a in range(actions):
         if legal[flat, a] != 0:
-            out[a] = out[a] / mass - child_visits[flat, a] / (np.float32(1.0) + total)
+            out[a] = _legal_score(out[a] / mass - child_visits[flat, a] / (np.float32(1.0) + total))
         else:
             out[a] = -_INF
 
@@ -193,7 +199,7 @@ def _select(
                 else:
                     mean = child_value_sum[flat, a] / max(child_visits[flat, a], np.float32(1.0))
                 score = mean + weight * (np.float32(1.0) / np.sqrt(n))
-                scores[a] = score if total != 0 else -_INF
+                scores[a] = _legal_score(score) if total != 0 else -_INF
             action = _first_max(scores, actions)
     else:
         w = np.log1p((n_parent + np.float32(1.0)) * np.float32(1.0 / c_base)) + np.float32(c_init)
@@ -208,7 +214,7 @@ def _select(
                 done = child_visits[flat, a]
                 exploit = child_value_sum[flat, a] / (done * w) if done > 0 else fpu
             score = exploit + prior[flat, a] / (n + np.float32(1.0))
-            scores[a] = score if legal[flat, a] != 0 else -_INF
+            scores[a] = _legal_score(score) if legal[flat, a] != 0 else -_INF
         if depth == 0 and forced > 0:  # forced playouts (selection.PUCT._forced): visited root moves short first
             root_total = np.float32(0.0)  # the visits counting those in flight, n + o, as in selection.py
             for a in range(actions):
@@ -606,7 +612,8 @@ def _gumbel_round(
             _gumbel_sigma(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, scores)
             found = False
             for a in range(actions):  # (an illegal move stays -inf whatever its noise: -inf + inf is NaN)
-                scores[a] = log_prior[b, a] + scores[a] + gumbel[b, a] if legal[flat, a] != 0 else -np.float32(np.inf)
+                scores[a] = (_legal_score(log_prior[b, a] + scores[a] + gumbel[b, a]) if legal[flat, a] != 0
+                             else -np.float32(np.inf))
                 wanted = child_visits[flat, a] == target[b] and legal[flat, a] != 0
                 found |= wanted
                 candidates[a] = scores[a] if wanted else -np.float32(np.inf)

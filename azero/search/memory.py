@@ -5,17 +5,21 @@ numbers and one entry per action of each per-edge array (search/tree.py's FIELDS
 search never allocates more than the limit: a request for more is refused before any
 allocation, with the sizes in the message, and a search bounded by time stops growing
 at the limit. The limit is AZERO_TREE_MEMORY (bytes, or with a suffix K, M, G, T: "8G"),
-by default half of the machine's physical memory.
+by default half of the machine's physical memory; inside `limited(bytes)` (a Piskvork
+manager's INFO max_memory) it is at most that.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import threading
 
 from ..errors import UserError
 
 LIMIT_VARIABLE = "AZERO_TREE_MEMORY"
+MAX_SIMULATIONS = 100_000_000  # one search's simulations, at most (the memory limit refuses most such sooner)
 _SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
@@ -31,8 +35,38 @@ def physical_memory() -> int | None:
         return None
 
 
+_caller = threading.local()  # .limit: the bytes set by `limited` in this thread, if any
+
+
+@contextlib.contextmanager
+def limited(limit: int):
+    """Searches in this block (in this thread) keep their trees within `limit` bytes as well."""
+    saved = getattr(_caller, "limit", None)
+    _caller.limit = limit if saved is None else min(saved, limit)
+    try:
+        yield
+    finally:
+        _caller.limit = saved
+
+
+def resident_bytes() -> int | None:
+    """This process's resident memory in bytes (None where the system does not say)."""
+    try:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def memory_limit() -> int:
-    """The most bytes one search's tree may take (AZERO_TREE_MEMORY, else half the physical memory)."""
+    """The most bytes one search's tree may take (AZERO_TREE_MEMORY, else half the physical
+    memory; at most the bytes of an enclosing `limited`)."""
+    caller = getattr(_caller, "limit", None)
+    limit = _configured_limit()
+    return limit if caller is None else min(limit, caller)
+
+
+def _configured_limit() -> int:
     text = os.environ.get(LIMIT_VARIABLE, "").strip()
     if text:
         match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)B?", text.upper())

@@ -30,7 +30,31 @@ import torch
 
 from games.random import random_true
 
-from .forced import forced_visits
+from .forced import MAX_FORCED_PLAYOUTS, forced_visits
+
+# The largest constants the rules take. Beyond them a search is no longer the algorithm (every
+# choice one term's) and its float32 arithmetic overflows to inf and NaN; the config, the player
+# specs and the rules themselves refuse larger values, naming these limits.
+MAX_C = 100.0  # UCB1's c (sqrt(2) by default; the survey's tuned values are below 2)
+MAX_C_INIT = 100.0  # PUCT's c_init (AlphaZero 1.25)
+MAX_C_BASE = 1e9  # PUCT's c_base (AlphaZero 19652); beyond it c(N) is c_init at any visit count
+MAX_FPU_REDUCTION = 1.0  # PUCT's first-play urgency reduction: 1 already scores unvisited moves as losses
+MAX_C_VISIT = 10_000.0  # Gumbel's c_visit (the paper's 50)
+MAX_C_SCALE = 100.0  # Gumbel's c_scale (the paper's 1, mctx's 0.1 with rescaling)
+LOWEST_SCORE = torch.finfo(torch.float32).min  # a legal move's score at worst: an illegal one's is -inf
+
+
+def legal_scores(scores: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+    """float [B, A]: `scores` with NaN and -inf raised to LOWEST_SCORE where `legal` (bool [B, A])
+    and -inf elsewhere, in place: an argmax then picks a legal move whatever the arithmetic gave,
+    as the compiled loops do (kernels._legal_score)."""
+    return scores.nan_to_num_(nan=LOWEST_SCORE, posinf=math.inf, neginf=LOWEST_SCORE).masked_fill_(~legal, -math.inf)
+
+
+def check_range(rule: str, name: str, value: float, low: float, high: float, *, low_open: bool = False) -> None:
+    """ValueError naming the rule's constant and its allowed range unless low <= value <= high."""
+    if not (low < value <= high if low_open else low <= value <= high):
+        raise ValueError(f"{rule} needs {'0 <' if low_open else f'{low:g} <='} {name} <= {high:g}, not {value!r}")
 
 
 class NodeView(NamedTuple):
@@ -88,13 +112,16 @@ class UCB1:
     uses_prior = False
     uses_uniform = True
 
+    def __post_init__(self):
+        check_range("UCB1", "c", self.c, 0.0, MAX_C)
+
     def scores(self, view: NodeView) -> torch.Tensor:
         """float [B, A]: the UCB1 value of each tried action, -inf for untried and illegal ones."""
         parent_n, child_n, value_sum, done = _with_pending(view, self.virtual_loss)
         n = child_n.clamp(min=1)
         mean = 0.5 * (value_sum / (n if self.virtual_loss else done.clamp(min=1)) + 1.0)
         explore = self.c * torch.sqrt(torch.log(parent_n.clamp(min=1)).unsqueeze(1) / n)
-        return (mean + explore).masked_fill(child_n == 0, -math.inf)  # tried => legal
+        return legal_scores(mean + explore, child_n > 0)  # tried => legal
 
     def select(self, view: NodeView) -> torch.Tensor:
         untried = view.child_visits == 0
@@ -119,10 +146,8 @@ class UCB1:
         n = child_n.clamp(min=1)
         weight = torch.log(parent_n.clamp(min=1)).sqrt_().mul_(2.0 * self.c).unsqueeze(1)
         score = torch.addcmul(value_sum / (n if self.virtual_loss else done.clamp(min=1)), weight, n.rsqrt_())
-        return score.masked_fill_(child_n == 0, -math.inf).argmax(dim=1)
+        return legal_scores(score, child_n > 0).argmax(dim=1)
 
-
-MAX_C_BASE = 1e9
 
 
 @dataclass(frozen=True)
@@ -150,9 +175,10 @@ class PUCT:
     def __post_init__(self):
         # c(N) must stay above 0 in float32 (it divides the value term): c_init >= 0 and c_base
         # within (0, MAX_C_BASE], beyond which c(N) is c_init at any visit count a tree holds
-        if not (0 <= self.c_init < math.inf and 0 < self.c_base <= MAX_C_BASE):
-            raise ValueError(f"PUCT needs 0 <= c_init < inf and 0 < c_base <= {MAX_C_BASE:g}, "
-                             f"not c_init={self.c_init!r}, c_base={self.c_base!r}")
+        check_range("PUCT", "c_init", self.c_init, 0.0, MAX_C_INIT)
+        check_range("PUCT", "c_base", self.c_base, 0.0, MAX_C_BASE, low_open=True)
+        check_range("PUCT", "fpu_reduction", self.fpu_reduction, 0.0, MAX_FPU_REDUCTION)
+        check_range("PUCT", "forced_playouts", self.forced_playouts, 0.0, MAX_FORCED_PLAYOUTS)
 
     def _forced(self, view: NodeView, n: torch.Tensor) -> torch.Tensor | None:
         """bool [B, A]: the root moves visited but short of their forced visits (None: none can be).
@@ -180,7 +206,7 @@ class PUCT:
         fpu = (view.q - 2.0 * self.fpu_reduction).clamp(-1.0, 1.0).unsqueeze(1)
         counted = n if self.virtual_loss else done
         q = torch.where(counted > 0, value_sum / counted.clamp(min=1), fpu)
-        score = (q + weight * view.prior / (n + 1.0)).masked_fill(~view.legal, -math.inf)
+        score = legal_scores(q + weight * view.prior / (n + 1.0), view.legal)
         forced = self._forced(view, n)
         return score if forced is None else score.masked_fill(forced, math.inf)
 
@@ -194,7 +220,7 @@ class PUCT:
         fpu = (view.q - 2.0 * self.fpu_reduction).clamp_(-1.0, 1.0).unsqueeze(1) / w
         counted = n if self.virtual_loss else done
         exploit = torch.where(counted > 0, value_sum / (counted * w), fpu)  # 0/0 where n = 0 is not taken
-        score = exploit.add_(view.prior / (n + 1.0)).masked_fill_(~view.legal, -math.inf)
+        score = legal_scores(exploit.add_(view.prior / (n + 1.0)), view.legal)
         forced = self._forced(view, n)
         if forced is not None:
             score.masked_fill_(forced, math.inf)
@@ -285,6 +311,10 @@ class Gumbel:
     uses_prior = True
     uses_uniform = False
 
+    def __post_init__(self):
+        check_range("Gumbel", "c_visit", self.c_visit, 0.0, MAX_C_VISIT)
+        check_range("Gumbel", "c_scale", self.c_scale, 0.0, MAX_C_SCALE)
+
     def logits(self, view: NodeView) -> torch.Tensor:
         """float [B, A]: logits + sigma(completed Q), -inf for illegal actions (pi' is their softmax)."""
         if view.raw_value is None:
@@ -300,7 +330,7 @@ class Gumbel:
     def scores(self, view: NodeView) -> torch.Tensor:
         """float [B, A]: pi'(a) - N(a) / (1 + sum_b N(b)), -inf for illegal actions."""
         share = view.child_visits / (1.0 + view.child_visits.sum(dim=1, keepdim=True))
-        return (self.improved_policy(view) - share).masked_fill_(~view.legal, -math.inf)
+        return legal_scores(self.improved_policy(view) - share, view.legal)
 
     def select(self, view: NodeView) -> torch.Tensor:
         return self.scores(view).argmax(dim=1)

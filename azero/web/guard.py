@@ -13,17 +13,24 @@ there. So every request is checked before it is answered:
   header comes from a program, not from a page in a browser (browsers send Origin with
   every POST from a page).
 * A body is read only up to MAX_BODY bytes (MAX_SGF_BODY for an SGF file) and only as long as Content-Length says; a
-  connection that stalls for READ_SECONDS is closed, and a body not all there READ_SECONDS
-  after it began is refused (a client sending a byte now and then would hold a thread for ever).
+  connection that stalls for READ_SECONDS is closed, and a request (its line, headers and body)
+  not all there READ_SECONDS after the server began to wait for it is refused with 408 and its
+  connection closed (a client sending a byte now and then would hold a thread for ever).
+* One client address holds at most MAX_CONNECTIONS_PER_CLIENT connections at once; more are
+  answered 503 and closed (a browser opens six to a host), so one tab cannot take every thread.
 """
 
 from __future__ import annotations
+
+import socket
+import threading
 
 from games.options import is_whole_number
 
 MAX_BODY = 64 << 10  # bytes; the board's requests are a few dozen
 MAX_SGF_BODY = 8 << 20  # bytes of an SGF upload: the GUI's 1,000,000 characters, JSON-escaped
-READ_SECONDS = 20.0  # a connection that sends nothing for this long is closed; a body's whole time
+READ_SECONDS = 20.0  # a connection that sends nothing for this long is closed; a whole request's time
+MAX_CONNECTIONS_PER_CLIENT = 16
 
 
 class Refused(Exception):
@@ -74,3 +81,61 @@ def body_length(headers, limit: int = MAX_BODY) -> int:
     if length > limit:
         raise Refused(413, f"the body is {length:,} bytes; this server reads at most {limit:,} here")
     return length
+
+
+class RequestDeadline:
+    """The time a request has to arrive whole: at `seconds` after it is armed, the connection's
+    reading side is shut (its blocked read returns at once, with what came so far) unless
+    `cancel` came first; `expired` says which. The writing side stays open for the answer."""
+
+    def __init__(self, connection: socket.socket, seconds: float):
+        self.connection, self.seconds, self.expired = connection, seconds, False
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._timer is None:
+                return
+            self.expired = True
+        try:
+            self.connection.shutdown(socket.SHUT_RD)
+        except OSError:  # the client has gone already
+            pass
+
+    def cancel(self) -> bool:
+        """Stop the clock (the request is all read); False if it had run out."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            return not self.expired
+
+
+class ClientConnections:
+    """The open connections of each client address, at most `limit` (MAX_CONNECTIONS_PER_CLIENT
+    when None, read when asked) at once."""
+
+    def __init__(self, limit: int | None = None):
+        self.limit = limit
+        self._open: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def enter(self, address: str) -> bool:
+        """Count one more connection of `address`; False (nothing counted) if it has its most."""
+        limit = MAX_CONNECTIONS_PER_CLIENT if self.limit is None else self.limit
+        with self._lock:
+            if self._open.get(address, 0) >= limit:
+                return False
+            self._open[address] = self._open.get(address, 0) + 1
+            return True
+
+    def leave(self, address: str) -> None:
+        with self._lock:
+            left = self._open.get(address, 0) - 1
+            if left > 0:
+                self._open[address] = left
+            else:
+                self._open.pop(address, None)

@@ -103,8 +103,10 @@ class Gui:
         self.worker = threading.Thread(target=self._work, daemon=True)
         self.worker.start()
 
-    def _start_game(self, game: Game, actions: list[int] = ()) -> None:
-        """Show `game` with `actions` played, at their end (call with the lock held, or before the worker)."""
+    def _start_game(self, game: Game, actions: list[int] = (), inserted: list[bool] | None = None) -> None:
+        """Show `game` with `actions` played (those `inserted` marks as passes put in before one
+        side's second move: GameSession.play_inserted_pass), at their end (call with the lock
+        held, or before the worker)."""
         if self.game != game:
             self.game = game
             self.epoch += 1
@@ -121,11 +123,10 @@ class Gui:
             self.choice = next((spec for spec in games.presets(board=True) if games.make_from_spec(spec) == game),
                                game.spec)  # the game picker's entry for it
         self.game_number += 1
-        self.session = GameSession(game)
-        for action in actions:
-            self.session.play(action)
+        self.session = GameSession.of(game, list(actions), inserted)
         self.ply = len(self.session.actions)
         self.main_line: list[int] | None = None
+        self.main_inserted: list[bool] = []  # the main line's passes put in
         self.players = ("", "")  # black's and white's names from a loaded SGF record
         self.generation += 1
 
@@ -361,7 +362,7 @@ class Gui:
             check_supported(self.game)
             names = {None: self.players, 0: ("you", self.engine.name), 1: (self.engine.name, "you")}[self.human]
             return to_sgf(self.game, list(self.session.actions), black=names[0], white=names[1],
-                          result=None if self.session.over else "?")
+                          result=None if self.session.over else "?", inserted=list(self.session.inserted))
 
     # -- requests ---------------------------------------------------------------------------------------
     def _changed(self, message: str = "") -> None:
@@ -392,7 +393,7 @@ class Gui:
                 return self._changed()
             if self.ply < len(line):
                 if self.main_line is None:
-                    self.main_line = list(line)
+                    self.main_line, self.main_inserted = list(line), list(self.session.inserted)
                 self.session.undo(len(line) - self.ply)
             self.session.play(action)
             self.ply += 1
@@ -409,7 +410,7 @@ class Gui:
                 target -= 1
             line = self.session.actions
             if self.ply < len(line) and self.main_line is None:
-                self.main_line = list(line)
+                self.main_line, self.main_inserted = list(line), list(self.session.inserted)
             self.session.undo(len(line) - target)
             self.ply = target
             self._changed("took back")
@@ -423,9 +424,7 @@ class Gui:
             if not (is_int(ply) and 0 <= ply <= length):
                 raise GameError(f"ply must be a whole number from 0 to {length}")
             if main_line:  # (only once the request is known to be good: a refused one changes nothing)
-                session = GameSession(self.game)
-                for action in self.main_line:
-                    session.play(action)
+                session = GameSession.of(self.game, self.main_line, self.main_inserted)
                 self.session, self.main_line = session, None
             self.ply = ply
             self._changed()
@@ -500,7 +499,7 @@ class Gui:
             with self.lock:
                 self._use_engine(engine, None)
                 self.human = None
-                self._start_game(game, moves)
+                self._start_game(game, moves, played.inserted)
                 self.players = (record.properties.get("PB", [""])[0], record.properties.get("PW", [""])[0])
                 if played.passes_put_in and not game.forced_pass:
                     note += (f" ({played.passes_put_in} pass{'es' if played.passes_put_in > 1 else ''} put in "

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import webbrowser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
@@ -80,12 +79,31 @@ def make_handler(gui: Gui):
         def _json(self, code: int, data: dict) -> None:
             self._send(code, json.dumps(data).encode(), "application/json")
 
+        def handle_one_request(self):
+            # the whole request (line, headers, body) within READ_SECONDS of waiting for it: a
+            # client trickling its headers a byte at a time inside the socket's timeout is cut off
+            self.deadline = guard.RequestDeadline(self.connection, guard.READ_SECONDS)
+            try:
+                super().handle_one_request()
+            finally:
+                self.deadline.cancel()
+
+        def _late(self, part: str) -> None:
+            self.close_connection = True
+            self.request_version = "HTTP/1.0"  # (a request line cut short reads as HTTP/0.9's, which has no status)
+            self._json(408, {"error": f"the request's {part} did not arrive within {self.deadline.seconds:g} s"})
+
         def send_error(self, code, message=None, explain=None):  # malformed requests, unknown methods
+            if self.deadline.expired:  # (what a cut-off request left is no request)
+                return self._late("headers")
             self.close_connection = True
             self._json(code, {"error": message or explain or "bad request"})
 
         def parse_request(self) -> bool:
             if not super().parse_request():
+                return False
+            if self.deadline.expired:
+                self._late("headers")
                 return False
             if self.request_version == "HTTP/0.9":  # "GET /": no status line, no headers in the answer
                 self.send_error(400, "HTTP/0.9 requests are not served; send HTTP/1.0 or HTTP/1.1")
@@ -106,6 +124,8 @@ def make_handler(gui: Gui):
             return False
 
         def do_GET(self):
+            if not self.deadline.cancel():  # (ran out just now: answer, then close)
+                self.close_connection = True
             if self._refused(changes_state=False):
                 return None
             try:
@@ -148,25 +168,20 @@ def make_handler(gui: Gui):
 
         def _read_body(self, length: int) -> bytes:
             """The body's `length` bytes (fewer if the client closes first), all of them within
-            READ_SECONDS: a client that sends a byte now and then, each inside the socket's
-            timeout, is refused all the same and its thread freed."""
-            deadline = time.monotonic() + guard.READ_SECONDS
-            parts, left = [], length
+            the request's deadline: a client that sends a byte now and then, each inside the
+            socket's timeout, is refused all the same and its thread freed."""
+            parts, left, stalled = [], length, False
             try:
                 while left > 0:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        raise TimeoutError
-                    self.connection.settimeout(remaining)
                     chunk = self.rfile.read1(min(left, 1 << 16))
                     if not chunk:
                         break
                     parts.append(chunk)
                     left -= len(chunk)
-            except TimeoutError:
-                raise guard.Refused(408, f"the request's body did not arrive within {guard.READ_SECONDS:g} s") from None
-            finally:
-                self.connection.settimeout(self.timeout)
+            except TimeoutError:  # nothing for the socket's whole timeout
+                stalled = True
+            if not self.deadline.cancel() or stalled:
+                raise guard.Refused(408, f"the request's body did not arrive within {self.deadline.seconds:g} s")
             return b"".join(parts)
 
         def _post(self):
@@ -223,10 +238,43 @@ def make_handler(gui: Gui):
     return Handler
 
 
+class BoardServer(ThreadingHTTPServer):
+    """A thread per connection, at most guard.MAX_CONNECTIONS_PER_CLIENT of them for one client
+    address at once: a connection over that is answered 503 and closed before it takes a thread."""
+
+    def __init__(self, address, handler):
+        super().__init__(address, handler)
+        self.clients = guard.ClientConnections()
+
+    def process_request(self, request, client_address):
+        if not self.clients.enter(client_address[0]):
+            body = json.dumps({"error": f"this client has {guard.MAX_CONNECTIONS_PER_CLIENT} connections open "
+                                        "to the board already; close some"}).encode()
+            try:
+                request.settimeout(1.0)
+                request.sendall(b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+            except OSError:  # the client has gone already
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:  # no thread started: the connection is closed, not counted
+            self.clients.leave(client_address[0])
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.clients.leave(client_address[0])
+
+
 def start_server(gui: Gui, port: int = 0) -> ThreadingHTTPServer:
     """Serve the GUI on 127.0.0.1:port (0 = any free port) in a background thread."""
     try:
-        server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(gui))
+        server = BoardServer(("127.0.0.1", port), make_handler(gui))
     except OSError as error:
         raise UserError(f"cannot listen on 127.0.0.1:{port}: {error.strerror}; choose another --port") from None
     threading.Thread(target=server.serve_forever, daemon=True).start()
