@@ -32,7 +32,7 @@ def test_the_configuration_page_lists_every_key_with_its_help():
     for section in sections:
         assert f"## [{section}]" in page
     assert page.count("\n| `") >= len(keys)  # a row per key (and one per preset)
-    assert "| `search.simulations` | `64` | ≥ 1 | search simulations per move in self-play |" in page
+    assert "| `search.simulations` | `64` | 1 to 100,000,000 | search simulations per move in self-play |" in page
     assert "| `gomoku` | `gomoku:size=8,k=5` |" in page  # the presets, read from configs/
 
 
