@@ -22,6 +22,7 @@ COMMANDS = {
     "ablate": "training arms of equal wall time, each judged against the game's yardsticks",
     "bench": "print throughput figures as one JSON object",
     "plot_elo": "a run's Elo against training minutes as an SVG picture",
+    "planning": "the textbook's tabular planning experiments (Dyna-Q, prioritized sweeping, RTDP) as plots and tables",
 }
 
 
