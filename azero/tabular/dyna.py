@@ -73,6 +73,9 @@ class DynaAgents:
         self.is_visited = np.zeros((runs, states), dtype=bool)
         self.last_tried = np.zeros((runs, states, actions), dtype=np.int64)
         self.updates = np.zeros(runs, dtype=np.int64)
+        self.state_offsets = self.rows * states  # row of (run, state) in q_by_state
+        self.pair_offsets = self.rows * states * actions  # first entry of a run's table in q.reshape(-1)
+        self.q_by_state = self.q.reshape(runs * states, actions)  # (a view)
 
     def bonus(self, states: np.ndarray, step: int) -> np.ndarray:
         """kappa * sqrt(tau) of every action in `states` [R] -> [R, A]."""
@@ -91,19 +94,14 @@ class DynaAgents:
         greedy = np.where(best, tie_keys, -1.0).argmax(axis=1)
         return np.where(explore, random_action, greedy)
 
-    def _update(self, states, actions, rewards, next_states, active=None) -> None:
-        """One Q-learning update per run on (state, action, reward, next_state) [R] each (runs
-        where `active` [R] is False are left alone)."""
+    def _update(self, states, actions, rewards, next_states) -> None:
+        """One Q-learning update per run on (state, action, reward, next_state) [R] each."""
         config = self.config
-        target = rewards + config.discount * self.q[self.rows, next_states].max(axis=1)
-        old = self.q[self.rows, states, actions]
-        new = old + config.step_size * (target - old)
-        if active is not None:
-            new = np.where(active, new, old)
-            self.updates += active
-        else:
-            self.updates += 1
-        self.q[self.rows, states, actions] = new
+        flat = self.q.reshape(-1)  # (a view: q's entries by run * S * A + state * A + action)
+        pairs = self.pair_offsets + states * self.actions + actions
+        target = rewards + config.discount * self.q_by_state[self.state_offsets + next_states].max(axis=1)
+        flat[pairs] += config.step_size * (target - flat[pairs])
+        self.updates += 1
 
     def learn(self, states, actions, rewards, next_states, step: int) -> None:
         """Direct Q-learning, the model and the planning after the real step `step` (from 1): all [R]."""
