@@ -41,7 +41,8 @@ def escape(text: str) -> str:
 @dataclass(frozen=True)
 class Series:
     """One line of a chart: x and y [n], optionally its interval low and high [n] (shaded), dashed
-    or solid, with or without dots at the points."""
+    or solid, with or without dots at the points; `colour` picks from COLOURS (default: the
+    series' place in the chart)."""
 
     label: str
     x: Sequence[float]
@@ -50,6 +51,7 @@ class Series:
     high: Sequence[float] | None = None
     dashed: bool = False
     dots: bool = False
+    colour: int | None = None
 
 
 def _scale(low: float, high: float, start: float, end: float, log: bool):
@@ -73,10 +75,10 @@ def _label(value: float) -> str:
 
 
 def line_chart(series: Sequence[Series], title: str, x_label: str, y_label: str, *, log_x: bool = False,
-               log_y: bool = False, y_from_zero: bool = False, width: int = 720, height: int = 400) -> str:
+               log_y: bool = False, y_from_zero: bool = False, width: int = 780, height: int = 400) -> str:
     """Several series on one pair of axes, each with its colour, its shaded interval and a legend
     entry on the right; a logarithmic axis needs values > 0 (others are left out of the picture)."""
-    left, top, bottom, right = 70, 40, 48, 190
+    left, top, bottom, right = 70, 40, 48, 250
     plot_right = width - right
 
     def kept(values, logarithmic):
@@ -120,7 +122,7 @@ def line_chart(series: Sequence[Series], title: str, x_label: str, y_label: str,
         return math.isfinite(x) and math.isfinite(y) and (x > 0 or not log_x) and (y > 0 or not log_y)
 
     for index, line in enumerate(series):
-        colour = COLOURS[index % len(COLOURS)]
+        colour = COLOURS[(index if line.colour is None else line.colour) % len(COLOURS)]
         if line.low is not None and line.high is not None:
             upper = [point(x, y) for x, y in zip(line.x, line.high) if usable(x, y)]
             lower = [point(x, y) for x, y in zip(line.x, line.low) if usable(x, y)]

@@ -42,10 +42,10 @@ def share_interval(successes: int, count: int) -> tuple[float, float, float]:
 
 
 def number(value: float, digits: int = 3) -> str:
-    """A number for a table: thousands separated, `digits` significant digits under 1,000."""
+    """A number for a table: whole from 100 on (thousands separated), `digits` significant digits below."""
     if not math.isfinite(value):
         return str(value)
-    if abs(value) >= 1000:
+    if abs(value) >= 100:
         return f"{value:,.0f}"
     return f"{value:.{digits}g}" if value else "0"
 

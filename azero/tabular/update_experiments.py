@@ -61,7 +61,7 @@ def trajectory_experiment(*, runs: int = 200, cases: tuple[tuple[int, int], ...]
                 mean, low, high = mean_interval(values, axis=1)
                 found[label] = (mean, low, high)
                 series.append(Series(f"b = {b}, {label}", np.arange(len(mean)) * every, mean, low, high,
-                                     dashed=not on_policy))
+                                     dashed=not on_policy, colour=index))
             numbers[(states, b)] = found
             for share in (0.05, 0.25, 1.0):
                 point = int(round(share * points))
