@@ -78,7 +78,7 @@ def line_chart(series: Sequence[Series], title: str, x_label: str, y_label: str,
                log_y: bool = False, y_from_zero: bool = False, width: int = 780, height: int = 400) -> str:
     """Several series on one pair of axes, each with its colour, its shaded interval and a legend
     entry on the right; a logarithmic axis needs values > 0 (others are left out of the picture)."""
-    left, top, bottom, right = 70, 40, 48, 250
+    left, top, bottom, right = 90, 40, 48, 250
     plot_right = width - right
 
     def kept(values, logarithmic):

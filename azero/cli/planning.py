@@ -57,7 +57,8 @@ def run_one(name: str, args, maze) -> Path:
     seconds = time.perf_counter() - began
     command = f"python scripts/planning.py {name} --runs {runs} --seed {args.seed}" + \
         (f" --maze {args.maze}" if maze is not None else "")
-    text = (f"# {result.title}\n\n{result.table}\n`{command}`: {seconds:.0f} s on an "
+    duration = f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+    text = (f"# {result.title}\n\n{result.table}\n`{command}`: {duration} on an "
             f"{cpu_model()}.\n")
     try:
         for file_name, svg in result.pictures.items():

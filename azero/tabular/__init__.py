@@ -8,7 +8,7 @@ experiments.py; `python scripts/planning.py EXPERIMENT` runs one.
 """
 
 from .dyna import DynaAgents, DynaConfig, greedy_path_lengths, run_episodes, run_steps, run_until_near_shortest
-from .experiments import EXPERIMENTS, experiment
+from .experiments import EXPERIMENTS
 from .maze import Maze, PlanningError, Schedule, blocking_maze, dyna_maze, parse_maze, render_maze, shortcut_maze
 from .racetrack import Racetrack, build_racetrack, rtdp
 from .report import Result
@@ -16,7 +16,7 @@ from .sweeping import SweepingAgent, SweepingConfig, sweep_known_maze, sweeping_
 
 __all__ = [
     "DynaAgents", "DynaConfig", "greedy_path_lengths", "run_episodes", "run_steps", "run_until_near_shortest",
-    "EXPERIMENTS", "experiment",
+    "EXPERIMENTS",
     "Maze", "PlanningError", "Schedule", "blocking_maze", "dyna_maze", "parse_maze", "render_maze", "shortcut_maze",
     "Racetrack", "build_racetrack", "rtdp",
     "Result",

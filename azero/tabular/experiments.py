@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .maze import PlanningError
 from .maze_experiments import changing_maze_experiment, dyna_maze_experiment, sweeping_experiment
 from .report import Result
 from .update_experiments import rtdp_experiment, trajectory_experiment, updates_experiment
@@ -38,8 +37,3 @@ EXPERIMENTS = {
     "rtdp": Experiment(rtdp_experiment, "RTDP against value iteration on the racetrack (example 8.6)", 25, "runs"),
 }
 
-
-def experiment(name: str) -> Experiment:
-    if name not in EXPERIMENTS:
-        raise PlanningError(f"unknown experiment {name!r}; choose from {', '.join(EXPERIMENTS)}")
-    return EXPERIMENTS[name]

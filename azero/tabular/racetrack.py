@@ -60,7 +60,7 @@ LEFT_TRACK = """
 
 MAX_SPEED = 4
 FAILURE = 0.1
-FINISH, CRASH = -1, -2
+FINISH, CRASH, NOT_OFFERED = -1, -2, -3
 INCREMENTS = [(up, right) for up in (-1, 0, 1) for right in (-1, 0, 1)]
 NOTHING = INCREMENTS.index((0, 0))
 
@@ -68,7 +68,7 @@ NOTHING = INCREMENTS.index((0, 0))
 @dataclass(frozen=True, eq=False)
 class Racetrack:
     """The racetrack's tables: states [N, 4] (row, column, up, right); outcome [N, 9] (state number,
-    FINISH or CRASH; -3 where the action is not offered); starts [K] the states on the starting
+    FINISH or CRASH; NOT_OFFERED); starts [K] the states on the starting
     line at rest."""
 
     states: np.ndarray
@@ -78,10 +78,6 @@ class Racetrack:
     @property
     def size(self) -> int:
         return len(self.states)
-
-    def allowed(self) -> np.ndarray:
-        """Which actions each state offers [N, 9] bool."""
-        return self.outcome != -3
 
 
 def _move(grid: np.ndarray, row: int, column: int, up: int, right: int) -> tuple[int, int] | int:
@@ -122,7 +118,7 @@ def build_racetrack(text: str = LEFT_TRACK) -> Racetrack:
             new_up, new_right = up + d_up, right + d_right
             if not (0 <= new_up <= MAX_SPEED and 0 <= new_right <= MAX_SPEED) or \
                     (new_up == new_right == 0 and not on_start):
-                row_out.append(-3)
+                row_out.append(NOT_OFFERED)
                 continue
             where = _move(grid, row, column, new_up, new_right)
             if isinstance(where, int):
@@ -146,7 +142,7 @@ def action_values(track: Racetrack, values: np.ndarray, state: int) -> np.ndarra
     crash = values[track.starts].mean()
     following = np.where(outcome >= 0, values[np.maximum(outcome, 0)], np.where(outcome == CRASH, crash, 0.0))
     expected = -1 + (1 - FAILURE) * following + FAILURE * following[NOTHING]
-    return np.where(outcome == -3, -np.inf, expected)
+    return np.where(outcome == NOT_OFFERED, -np.inf, expected)
 
 
 def value_iteration(track: Racetrack, tolerance: float = 1e-4, max_sweeps: int = 10_000) -> tuple[np.ndarray, int]:
