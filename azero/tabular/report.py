@@ -55,8 +55,9 @@ def with_interval(mean: float, low: float, high: float, digits: int = 3) -> str:
     return f"{number(mean, digits)} [{number(low, digits)}, {number(high, digits)}]"
 
 
-def percent(share: float, low: float, high: float) -> str:
-    return f"{100 * share:.0f}% [{100 * low:.0f}, {100 * high:.0f}]"
+def percent(share: float, low: float, high: float, decimals: int = 0) -> str:
+    """`share% [low, high]` for a table."""
+    return f"{100 * share:.{decimals}f}% [{100 * low:.{decimals}f}, {100 * high:.{decimals}f}]"
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:

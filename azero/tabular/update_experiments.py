@@ -108,9 +108,9 @@ def rtdp_experiment(*, runs: int = 25, episodes: int = 4000, seed: int = 0) -> R
          number(book["rtdp_updates"] / book["dp_updates"])],
         ["steps an episode (RTDP: the last 20 episodes; value iteration: expected, optimal)",
          number(-start_value), with_interval(*numbers["last_steps"]), ""],
-        ["states updated 100 times or fewer", "", percent(*numbers["at_most_100"]), f"{book['at_most_100']:.2%}"],
-        ["states updated 10 times or fewer", "", percent(*numbers["at_most_10"]), f"{book['at_most_10']:.2%}"],
-        ["states never updated", "", percent(*numbers["never"]), f"{book['never']:.2%}"],
+        ["states updated 100 times or fewer", "", percent(*numbers["at_most_100"], decimals=1), f"{book['at_most_100']:.2%}"],
+        ["states updated 10 times or fewer", "", percent(*numbers["at_most_10"], decimals=1), f"{book['at_most_10']:.2%}"],
+        ["states never updated", "", percent(*numbers["never"], decimals=1), f"{book['never']:.2%}"],
     ]
     header = ["", "value iteration", f"RTDP ({episodes:,} episodes, {runs} runs)", "the book (value iteration / RTDP)"]
     limits = np.unique(np.round(np.logspace(0, 3.5, 60)).astype(int))
