@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .errors import UserError, exists
 from .metrics import METRICS, read_metrics
+from .svg import COLOURS, escape as _escape, nice_ticks
 
 
 PLOT_LIMIT = 1e9  # minutes or Elo beyond this are no run's (the axes' arithmetic would overflow on 1e308)
@@ -82,7 +83,7 @@ def _axes(points, title: str, width: int, height: int, *, right: int):
 
 
 # One colour per arm (colour-blind safe, from Okabe and Ito); seeds of an arm share it, with dashes.
-ARM_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+ARM_COLOURS = COLOURS
 SEED_DASHES = ("", "6 3", "2 3", "8 3 2 3")
 
 
@@ -122,24 +123,6 @@ def arms_svg(arms: list[tuple[str, list[list[tuple[float, float, float, float]]]
         parts.append(f'<text x="{plot_right + 42}" y="{y + 4}">{_escape(label)}{seeds}</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
-
-
-def nice_ticks(low: float, high: float, count: int = 6) -> list[float]:
-    """About `count` round values (steps of 1, 2 or 5 times a power of ten) between low and high."""
-    if high <= low:
-        return [low]
-    raw = (high - low) / count
-    power = 10 ** math.floor(math.log10(raw))
-    step = min((m * power for m in (1, 2, 5, 10)), key=lambda step: abs((high - low) / step - count))
-    first = math.ceil(low / step) * step
-    return [round(first + i * step, 10) for i in range(int((high - first) / step + 1e-9) + 1)]
-
-
-def _escape(text: str) -> str:
-    """Text for the picture: XML's three characters escaped, and a name's bytes that are not
-    UTF-8 (a folder Linux allows, read by Python as lone surrogates) as backslash escapes."""
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def xy_svg(points: list[tuple[float, float]], x_labels: list[str], title: str, x_name: str, y_name: str,

@@ -176,7 +176,7 @@ LAYERS = (
     ("azero.network", 2), ("azero.checkpoint", 2), ("azero.config", 2), ("azero.config_docs", 2),
     ("azero.zoo", 2),
     ("azero.search", 1), ("azero.quantized", 1), ("azero.elo", 1), ("azero.solver", 1), ("azero.reference", 1),
-    ("azero.plot", 1), ("azero.errors", 1), ("azero", 1),
+    ("azero.plot", 1), ("azero.svg", 1), ("azero.tabular", 1), ("azero.errors", 1), ("azero", 1),
     ("games", 0),
 )
 
@@ -198,6 +198,7 @@ def test_no_module_imports_a_higher_layer():
     assert not upward, "imports against docs/architecture.md's layers: " + "; ".join(upward)
     assert layer("azero.protocols.gtp") == 6 and layer("azero.search.tree") == 1  # (the table reads as meant)
     assert layer("azero.distributed.source") == 5
+    assert layer("azero.tabular.dyna") == 1 and layer("azero.cli.planning") == 7
 
 
 # -- the player registry ------------------------------------------------------------------------------

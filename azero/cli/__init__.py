@@ -23,6 +23,7 @@ COMMANDS = {
     "bench": "print throughput figures as one JSON object",
     "plot_elo": "a run's Elo against training minutes as an SVG picture",
     "zoo": "the trained networks shipped with azero and their model cards",
+    "planning": "the textbook's tabular planning experiments (Dyna-Q, prioritized sweeping, RTDP) as plots and tables",
 }
 
 
