@@ -42,9 +42,10 @@ from .arena import MAX_GAMES_AT_ONCE, check_opening
 from .checkpoint import (TEMPORARY_SUFFIX, atomic_save, atomic_write_text, load_checkpoint, network_checkpoint,
                          remove_temporary_files)
 from .config import Config, config_from_dict, differences, read_toml, toml_text
-from .errors import UserError
+from .errors import Stopped, UserError
 from .evaluation import LadderEvaluator
 from .faults import fault
+from .folder_lock import LOCK, FolderLock, hold
 from .metrics import METRICS, read_metrics
 from .network import PolicyValueNet, device_problem, precision_problem
 from .player import MAX_SIMULATIONS
@@ -97,14 +98,56 @@ def write_provenance(run_dir: Path, command: list[str]) -> None:
 
 
 def open_run(config: Config | None, run_dir: Path | None,
-             command: list[str]) -> tuple[Config, Path, bool, set[str] | None]:
-    """(config, folder, resuming, before). A folder holding config.toml is resumed with its own
+             command: list[str]) -> tuple[Config, Path, bool, set[str] | None, FolderLock]:
+    """(config, folder, resuming, before, lock). A folder holding config.toml is resumed with its own
     config; a config given for it too (the command that started the run, typed again) must agree
     with it. `before`: for a new run in a folder that existed, the names it held then (only files
-    a crashed atomic write left); None for a resumed run or a folder made here."""
+    a crashed atomic write left); None for a resumed run or a folder made here. `lock`: the
+    folder's lock (azero/folder_lock.py), taken before anything in it is read or written and held
+    until the caller releases it; a folder another live command holds is refused unchanged."""
     if run_dir is not None and run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"--run-dir {run_dir} is a file, not a folder")
-    if run_dir is not None and (run_dir / "config.toml").exists():
+    if run_dir is None or not run_dir.exists():  # a new run: checked before its folder is made
+        if config is None:
+            raise UserError("no config to start a new run with")
+        run_dir = run_dir or new_run_dir(check_new_run(config).name)
+    elif not (run_dir / "config.toml").exists():
+        _check_not_foreign(run_dir)  # (before the lock file goes into someone else's folder)
+    made = _make_folder(run_dir)
+    lock = hold(run_dir, command)
+    try:
+        config, resuming, before = _open_locked(config, run_dir, command, made)
+    except BaseException:
+        if made:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        lock.release()
+        raise
+    return config, run_dir, resuming, before, lock
+
+
+def _check_not_foreign(run_dir: Path) -> None:
+    if any(not _temporary(p) and p.name != LOCK for p in run_dir.iterdir()):
+        raise UserError(f"{run_dir} exists and is not a run folder (no config.toml); choose a new --run-dir")
+
+
+def _make_folder(run_dir: Path) -> bool:
+    """Make the run folder (and its parents) if missing; whether this call made it."""
+    try:
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        run_dir.mkdir()
+    except FileExistsError:
+        if not run_dir.is_dir():
+            raise UserError(f"--run-dir {run_dir} is a file, not a folder") from None
+        return False
+    except OSError as error:  # a file in the way, no permission
+        raise UserError(f"cannot make the run folder {run_dir}: {error.strerror or error}") from None
+    return True
+
+
+def _open_locked(config: Config | None, run_dir: Path, command: list[str],
+                 made: bool) -> tuple[Config, bool, set[str] | None]:
+    """open_run's work once the folder's lock is held: (config, resuming, before)."""
+    if (run_dir / "config.toml").exists():
         data = read_toml(run_dir / "config.toml")
         if "game" not in data:  # train.py writes every section: an empty or cut file is damage
             raise UserError(f"{run_dir / 'config.toml'} is damaged (it has no [game]); the run cannot be resumed "
@@ -121,25 +164,20 @@ def open_run(config: Config | None, run_dir: Path | None,
             check_new_run(saved)
         except UserError as error:
             raise UserError(f"{run_dir} cannot be resumed on this machine: {error}") from None
-        return saved, run_dir, True, None
-    if run_dir is not None and run_dir.exists() and any(not _temporary(p) for p in run_dir.iterdir()):
-        raise UserError(f"{run_dir} exists and is not a run folder (no config.toml); choose a new --run-dir")
+        return saved, True, None
+    _check_not_foreign(run_dir)
     if config is None:
         raise UserError("no config to start a new run with")
-    game = check_new_run(config)  # fail before creating anything
-    run_dir = run_dir or new_run_dir(game.name)
-    before = {p.name for p in run_dir.iterdir()} if run_dir.exists() else None
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as error:  # a file in the way, no permission
-        raise UserError(f"cannot make the run folder {run_dir}: {error.strerror or error}") from None
+    if not made:  # (a folder made here was checked before it was made)
+        check_new_run(config)
+    before = None if made else {p.name for p in run_dir.iterdir() if p.name != LOCK}
     try:
         atomic_write_text(run_dir / "config.toml", config.to_toml())
         write_provenance(run_dir, command)
     except OSError as error:  # a full disk, no permission: nothing half-written stays
         _discard(run_dir, before)
         raise UserError(f"cannot write the run's files in {run_dir}: {error.strerror or error}") from None
-    return config, run_dir, False, before
+    return config, False, before
 
 
 def check_new_run(config: Config) -> games.Game:
@@ -495,19 +533,28 @@ class LocalSelfPlay:
         pass
 
 
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt
+def _stop_on_sigterm(signum, frame):
+    raise Stopped(signum)
 
 
 def train(config: Config | None, run_dir: Path | None, *, minutes: float | None = None,
           iterations: int | None = None, progress: bool = True, command: list[str] | None = None, log=print,
           source=None) -> Path:
-    """Run (or resume) training until the budget ends or the user interrupts; returns the run folder.
+    """Run (or resume) training until the budget ends; returns the run folder. Stopped by Ctrl-C or
+    SIGTERM, it keeps the last finished iteration, says so, and raises errors.Stopped (the command
+    exits 130 or 143). The run folder is locked for the whole call (azero/folder_lock.py).
 
     `source(run)`, when given, builds the run's source of samples (azero/distributed/'s actors);
     by default self-play runs in this process.
     """
-    config, run_dir, resuming, before = open_run(config, run_dir, command or sys.argv)
+    config, run_dir, resuming, before, lock = open_run(config, run_dir, command or sys.argv)
+    with lock:
+        return _train_locked(config, run_dir, resuming, before, minutes=minutes, iterations=iterations,
+                             progress=progress, log=log, source=source)
+
+
+def _train_locked(config: Config, run_dir: Path, resuming: bool, before: set[str] | None, *, minutes, iterations,
+                  progress, log, source) -> Path:
     try:
         run = Run(config, run_dir, progress=progress, log=log)
     except Exception as error:
@@ -522,7 +569,7 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
         log(f"resuming {run_dir} at iteration {run.iteration} ({run.positions} positions, buffer {len(run.buffer)})")
     else:
         log(f"new run in {run_dir}")
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     # a new run that fails before its first checkpoint leaves no folder (a full disk, a stop keep it, to continue)
     failed = False
     session_start = time.monotonic()
@@ -543,9 +590,10 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
             # iteration look like the last one, and each would evaluate again.
             last_duration = time.monotonic() - began - run.evaluation_pause
             log(_summary_line(record))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         log(f"stopped; {run_dir} holds iteration {run.saved_iteration}. Continue with: "
             f"python scripts/train.py --run-dir {run_dir}")
+        raise Stopped(stop.signal_number if isinstance(stop, Stopped) else signal.SIGINT) from None
     except BrokenPipeError:  # the reader of the log went away (`train.py ... | head`): cli_entry ends quietly
         raise
     except OSError as error:  # a full disk, a folder gone read-only: what is saved stays whole
