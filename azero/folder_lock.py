@@ -134,14 +134,14 @@ def process_start(pid: int) -> int | None:
 
 
 def alive(holder: dict) -> bool:
-    """Whether the process a lock file names may still run: on another host it cannot be told
-    (so it may); on this one, its pid is there and, where start times are known, it started when
-    the holder did (else the pid is another process's now)."""
-    if holder.get("host") != platform.node():
-        return True
+    """Whether the process a lock file names may still run: none if it names none (not a record we
+    wrote); on another host it cannot be told (so it may); on this one, its pid is there and, where
+    start times are known, it started when the holder did (else the pid is another process's now)."""
     pid = holder.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
+    if holder.get("host") != platform.node():
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
