@@ -52,7 +52,7 @@ from .player import MAX_SIMULATIONS
 from .replay import ReplayBuffer, chunks, prune, restore, save_chunk
 from .search import memory, node_bytes
 from .selfplay import Samples, SelfPlay, stored_fields, tree_nodes
-from .trainer import Trainer, autocast_dtype
+from .trainer import Trainer, TrainingDiverged, autocast_dtype
 
 REPO = Path(__file__).resolve().parent.parent  # the source checkout, when azero runs from one
 
@@ -461,8 +461,14 @@ class Run:
         record = {"iteration": iteration, **record}
         if len(self.buffer) >= config.train.min_replay:
             steps = self.trainer.steps_for(len(samples))
-            record.update(self.trainer.train(self.buffer, steps, self.sample_generator,
-                                             augment=config.replay.augment, progress=self.progress))
+            try:
+                record.update(self.trainer.train(self.buffer, steps, self.sample_generator,
+                                                 augment=config.replay.augment, progress=self.progress))
+            except TrainingDiverged as error:  # nothing of this iteration is saved: latest.pt stays good
+                kept = (f"{self.dir} keeps iteration {self.saved_iteration}, the last good one" if self.saved_iteration
+                        else "no iteration had finished, so nothing is kept")
+                raise TrainingDiverged(f"training diverged in iteration {iteration}: {error}; {kept}; train with a "
+                                       "lower train.learning_rate (in a new --run-dir)") from None
         record["charts/learning_rate"] = self.trainer.learning_rate
         self.trainer.end_iteration(seconds=self.elapsed + time.perf_counter() - started)
         self.source.publish(iteration)
