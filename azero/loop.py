@@ -9,10 +9,14 @@ A run lives in one folder:
     replay/            iter-000007-4123.pt ... each iteration's new samples
     metrics.jsonl      one JSON record per iteration (the same scalars as TensorBoard)
     tb/                TensorBoard events
+    lock               while a command writes the folder: its lock (azero/folder_lock.py), naming it
 
 Everything is written at the end of an iteration, atomically, so stopping at
 any moment (Ctrl-C, kill, power cut) loses at most the iteration in progress;
-starting again with the same folder continues exactly where it stopped.
+starting again with the same folder continues exactly where it stopped. One
+command at a time writes a folder: a second is refused before it reads or
+writes anything there, and readers (plots, evaluate.py of latest.pt) need no
+lock, since every file is replaced whole or, for metrics.jsonl, appended to.
 
 The run is the learner; its samples come from a source: self-play in this process
 (LocalSelfPlay, below) or on Ray actors (azero/distributed/source.py's RaySelfPlay, with

@@ -12,6 +12,7 @@ exit status in the folder's ablation.json:
     OUT/ARM-seedS/       each run's folder (a training run folder, azero/loop.py)
     OUT/ablation.md      the table of results (azero/ablation/report.py)
     OUT/elo.svg          Elo against training minutes, the arms side by side
+    OUT/lock             while an ablate.py runs it (azero/folder_lock.py; each run folder has its own)
 
 Stopping it at any moment (Ctrl-C, SIGTERM) stops the command in progress; running
 it again continues: finished trainings and measurements are kept, an interrupted
