@@ -114,7 +114,8 @@ def open_run(config: Config | None, run_dir: Path | None,
     if run_dir is None or not run_dir.exists():  # a new run: checked before its folder is made
         if config is None:
             raise UserError("no config to start a new run with")
-        run_dir = run_dir or new_run_dir(check_new_run(config).name)
+        game = check_new_run(config)
+        run_dir = run_dir or new_run_dir(game.name)
     elif not (run_dir / "config.toml").exists():
         _check_not_foreign(run_dir)  # (before the lock file goes into someone else's folder)
     made = _make_folder(run_dir)
