@@ -248,7 +248,8 @@ def test_bad_options_are_one_line_errors_and_leave_no_folder(tmp_path):
         diverged = [future.result() for future in diverged]
     # a run that fails before its first checkpoint takes its new folder with it
     for out in diverged:
-        assert out.returncode == 2 and "training diverged at step 1" in out.stderr, out.stderr
+        assert out.returncode == 2 and "training diverged in iteration 1: the loss of gradient step 2 is nan; no " \
+            "iteration had finished, so nothing is kept" in out.stderr, out.stderr
         assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "never-trained").exists() and mine.is_dir() and not any(mine.iterdir())
 
