@@ -207,9 +207,10 @@ def change_checkpoint(data: dict, change: tuple) -> dict:
         weight = data["model"][change[1]]
         if weight.is_floating_point() and weight.numel():
             weight.view(-1)[weight.numel() // 2] = change[2]
-    elif kind == "view":
+    elif kind == "view":  # every value one number's: a stride-0 view of a one-number storage
         weight = data["model"][change[1]]
-        data["model"][change[1]] = weight.reshape(-1)[:1].reshape([1] * weight.dim()).expand(weight.shape)
+        if weight.numel():
+            data["model"][change[1]] = weight.reshape(-1)[:1].reshape([1] * weight.dim()).expand(weight.shape)
     elif kind == "game":
         data["game"] = change[1]
     elif kind == "weight":
