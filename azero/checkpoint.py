@@ -113,12 +113,37 @@ def _check_archive(path: Path, what: str) -> None:
         raise UserError(f"cannot read the {what} {path}: {error.strerror or error}") from None
     try:
         with handle, zipfile.ZipFile(handle) as archive:
+            packed = next((info for info in archive.infolist() if info.compress_type != zipfile.ZIP_STORED
+                           or info.file_size != info.compress_size), None)
+            if packed is not None:  # checked before anything is inflated: a few KB may inflate to gigabytes
+                raise UserError(f"{path} is not a {what} torch.save wrote: its part {packed.filename} is compressed "
+                                f"({packed.compress_size:,} bytes declared to hold {packed.file_size:,}); torch.save "
+                                "stores every part as it is")
             damaged = archive.testzip()
+    except UserError:
+        raise
     except Exception as error:  # not a zip, truncated, a header that lies about sizes, ...
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise UserError(f"{path} is not a readable {what} (damaged or truncated?): {reason[:160]}") from None
     if damaged is not None:
         raise UserError(f"{path} is damaged: its part {damaged} does not match its checksum")
+
+
+def non_finite(tensors: dict) -> str | None:
+    """The name of the first floating tensor of a state_dict (nested dicts and lists too) holding
+    NaN or an infinity, or None."""
+    for name, value in tensors.items():
+        if isinstance(value, dict):
+            inner = non_finite(value)
+        elif isinstance(value, (list, tuple)):
+            inner = non_finite(dict(enumerate(value)))
+        elif isinstance(value, torch.Tensor) and value.is_floating_point():
+            inner = None if bool(torch.isfinite(value).all()) else ""
+        else:
+            inner = None
+        if inner is not None:
+            return f"{name}.{inner}" if inner else str(name)
+    return None
 
 
 def network_checkpoint(net: PolicyValueNet, game: Game, iteration: int, **extra) -> dict:
@@ -146,43 +171,71 @@ def load_checkpoint(path: str | Path, *, game: Game | None = None) -> dict:
             raise UserError(f"{path} is an incomplete checkpoint (no {key!r})")
     if game is not None and games.make_from_spec(data["game"]) != game:
         raise UserError(f"{path} is a checkpoint of {data['game']}, not of {game.spec}")
+    problem = network_problem(data)
+    if problem:
+        raise UserError(f"{path}: {problem}")
+    trained = data.get("trainer", {}).get("model", {}) if isinstance(data.get("trainer"), dict) else {}
+    for where, weights in (("", data["model"]), ("trained ", trained)):
+        name = non_finite(weights) if isinstance(weights, dict) else None
+        if name is not None:
+            raise UserError(f"{path} holds {where}weights that are not finite numbers (NaN or infinity, first in "
+                            f"{name}); it cannot be played or trained on: use an earlier checkpoint")
     return data
 
 
 def network_from_checkpoint(data: dict, device="cpu") -> tuple[Game, PolicyValueNet]:
-    """Rebuild (game, network in eval mode) from a loaded checkpoint."""
+    """Rebuild (game, network in eval mode) from a checkpoint load_checkpoint returned (which checked
+    that the network it describes is within bounds and that its weights have the shapes it needs)."""
     game = games.make_from_spec(data["game"])
     try:
-        config = NetworkConfig(**data["network"])
-        net = PolicyValueNet(config, game)
-        problem = weights_mismatch(net.state_dict(), data["model"])
-        if problem:
-            raise ValueError(problem)
+        net = PolicyValueNet(NetworkConfig(**data["network"]), game)
         net.load_state_dict(data["model"])
     except (TypeError, ValueError, RuntimeError) as error:
         raise UserError(f"checkpoint network does not match its description: {' '.join(str(error).split())}") from None
     return game, net.to(device).eval()
 
 
-def weights_mismatch(expected: dict, stored: dict, *, shown: int = 3) -> str:
-    """'' if `stored` (a file's state dict) has the tensors and shapes of `expected` (a network
-    made from the file's description), else one line saying which differ: the first `shown`
-    of the shapes that differ, then the names missing and those not expected."""
-    if not isinstance(stored, dict):
-        return f"its weights are a {type(stored).__name__}, not a table of tensors"
-    parts = []
-    differ = [f"{name} is {_shape(stored[name])} in the file, {list(tensor.shape)} for its description"
-              for name, tensor in expected.items() if name in stored and _shape(stored[name]) != list(tensor.shape)]
+def network_problem(data: dict) -> str | None:
+    """Why the network a checkpoint describes cannot be built from it, in one line, or None: a
+    description out of the config's bounds, or weights not of the shapes it needs. Checked on the
+    meta device, before any network is allocated: a file of a few KB cannot make a loader
+    allocate gigabytes for a network it does not hold."""
+    try:
+        game = games.make_from_spec(data["game"])
+        config = NetworkConfig(**data["network"])
+        config.validate(game)
+        with torch.device("meta"):  # shapes without memory
+            needed = PolicyValueNet(config, game).state_dict()
+    except (TypeError, ValueError) as error:  # (UserError and GameError are ValueErrors)
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return f"its network description {data['network']!r:.120} is not one azero builds ({reason})"
+    problem = weights_problem(needed, data["model"])
+    return f"its weights do not match the network it describes: {problem}" if problem else None
+
+
+def weights_problem(needed: dict, weights) -> str | None:
+    """What keeps `weights` (a loaded state_dict) from loading into a network whose state_dict is
+    `needed` (its shapes, on the meta device), in one line, or None: missing or unknown names, other
+    shapes or kinds, and a tensor declaring more values than its storage holds (a view of a few
+    bytes may claim gigabytes, which loading would then allocate)."""
+    if not isinstance(weights, dict):
+        return f"its weights are a {type(weights).__name__}, not a table of tensors"
+    missing = [name for name in needed if name not in weights]
+    unknown = [str(name) for name in weights if name not in needed]
+    parts = [f"{len(names)} weights {what} ({', '.join(names[:3])[:200]}{', ...' if len(names) > 3 else ''})"
+             for names, what in ((missing, "it needs are missing"), (unknown, "are not its")) if names]
+    if parts:
+        return "; ".join(parts)
+    differ = []
+    for name, shape in needed.items():
+        value = weights[name]
+        if not isinstance(value, torch.Tensor) or value.is_floating_point() != shape.is_floating_point():
+            return f"{name} is not a tensor of {shape.dtype}"
+        if value.shape != shape.shape:
+            differ.append(f"{name} is {list(value.shape)} there, the description needs {list(shape.shape)}")
+        elif value.numel() * value.element_size() > value.untyped_storage().nbytes():
+            return (f"{name} declares {value.numel():,} values over a storage of "
+                    f"{value.untyped_storage().nbytes():,} bytes")
     if differ:
-        more = f" ({len(differ) - shown} more differ)" if len(differ) > shown else ""
-        parts.append("; ".join(differ[:shown]) + more)
-    for what, names in (("missing", [n for n in expected if n not in stored]),
-                        ("not expected", [n for n in stored if n not in expected])):
-        if names:
-            more = f" and {len(names) - shown} more" if len(names) > shown else ""
-            parts.append(f"{what}: {', '.join(map(str, names[:shown]))}{more}")
-    return "; ".join(parts)
-
-
-def _shape(value) -> list | str:
-    return list(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+        return "; ".join(differ[:3]) + (f"; and {len(differ) - 3} more shapes differ" if len(differ) > 3 else "")
+    return None

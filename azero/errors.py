@@ -16,6 +16,20 @@ class UserError(ValueError):
     """A mistake in what the user asked for: a bad option, a missing file, a wrong checkpoint."""
 
 
+class Stopped(KeyboardInterrupt):
+    """A long command stopped cleanly by a signal (Ctrl-C's SIGINT, or SIGTERM), having said so and kept
+    what it finished: the command exits with 128 + the signal's number (130, 143), as a shell reports
+    a process the signal ended, so `train.py && evaluate.py` and job schedulers tell a stop from a finish."""
+
+    def __init__(self, signal_number: int):
+        super().__init__(signal_number)
+        self.signal_number = signal_number
+
+    @property
+    def exit_status(self) -> int:
+        return 128 + self.signal_number
+
+
 USER_ERRORS = (UserError, GameError)
 _ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)  # what Path.exists() takes for "not there"
 
@@ -116,6 +130,8 @@ def cli_entry(main):
         except USER_ERRORS as error:
             print(f"error: {error}", file=sys.stderr)
             code = 2
+        except Stopped as stop:  # the command has said what it kept
+            code = stop.exit_status
         except KeyboardInterrupt:
             print("interrupted", file=sys.stderr)
             code = 130

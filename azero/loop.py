@@ -9,10 +9,14 @@ A run lives in one folder:
     replay/            iter-000007-4123.pt ... each iteration's new samples
     metrics.jsonl      one JSON record per iteration (the same scalars as TensorBoard)
     tb/                TensorBoard events
+    lock               while a command writes the folder: its lock (azero/folder_lock.py), naming it
 
 Everything is written at the end of an iteration, atomically, so stopping at
 any moment (Ctrl-C, kill, power cut) loses at most the iteration in progress;
-starting again with the same folder continues exactly where it stopped.
+starting again with the same folder continues exactly where it stopped. One
+command at a time writes a folder: a second is refused before it reads or
+writes anything there, and readers (plots, evaluate.py of latest.pt) need no
+lock, since every file is replaced whole or, for metrics.jsonl, appended to.
 
 The run is the learner; its samples come from a source: self-play in this process
 (LocalSelfPlay, below) or on Ray actors (azero/distributed/source.py's RaySelfPlay, with
@@ -42,16 +46,17 @@ from .arena import MAX_GAMES_AT_ONCE, check_opening
 from .checkpoint import (TEMPORARY_SUFFIX, atomic_save, atomic_write_text, load_checkpoint, network_checkpoint,
                          remove_temporary_files)
 from .config import Config, config_from_dict, differences, read_toml, toml_text
-from .errors import UserError, naming_file
+from .errors import Stopped, UserError, naming_file
 from .evaluation import LadderEvaluator
 from .faults import fault
+from .folder_lock import LOCK, FolderLock, hold
 from .metrics import METRICS, read_metrics
 from .network import PolicyValueNet, device_problem, precision_problem
 from .player import MAX_SIMULATIONS
 from .replay import ReplayBuffer, chunks, prune, restore, save_chunk
 from .search import memory, node_bytes
 from .selfplay import Samples, SelfPlay, stored_fields, tree_nodes
-from .trainer import Trainer, autocast_dtype
+from .trainer import Trainer, TrainingDiverged, autocast_dtype
 
 REPO = Path(__file__).resolve().parent.parent  # the source checkout, when azero runs from one
 
@@ -97,14 +102,57 @@ def write_provenance(run_dir: Path, command: list[str]) -> None:
 
 
 def open_run(config: Config | None, run_dir: Path | None,
-             command: list[str]) -> tuple[Config, Path, bool, set[str] | None]:
-    """(config, folder, resuming, before). A folder holding config.toml is resumed with its own
+             command: list[str]) -> tuple[Config, Path, bool, set[str] | None, FolderLock]:
+    """(config, folder, resuming, before, lock). A folder holding config.toml is resumed with its own
     config; a config given for it too (the command that started the run, typed again) must agree
     with it. `before`: for a new run in a folder that existed, the names it held then (only files
-    a crashed atomic write left); None for a resumed run or a folder made here."""
+    a crashed atomic write left); None for a resumed run or a folder made here. `lock`: the
+    folder's lock (azero/folder_lock.py), taken before anything in it is read or written and held
+    until the caller releases it; a folder another live command holds is refused unchanged."""
     if run_dir is not None and run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"--run-dir {run_dir} is a file, not a folder")
-    if run_dir is not None and (run_dir / "config.toml").exists():
+    if run_dir is None or not run_dir.exists():  # a new run: checked before its folder is made
+        if config is None:
+            raise UserError("no config to start a new run with")
+        game = check_new_run(config)
+        run_dir = run_dir or new_run_dir(game.name)
+    elif not (run_dir / "config.toml").exists():
+        _check_not_foreign(run_dir)  # (before the lock file goes into someone else's folder)
+    made = _make_folder(run_dir)
+    lock = hold(run_dir, command)
+    try:
+        config, resuming, before = _open_locked(config, run_dir, command, made)
+    except BaseException:
+        if made:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        lock.release()
+        raise
+    return config, run_dir, resuming, before, lock
+
+
+def _check_not_foreign(run_dir: Path) -> None:
+    if any(not _temporary(p) and p.name != LOCK for p in run_dir.iterdir()):
+        raise UserError(f"{run_dir} exists and is not a run folder (no config.toml); choose a new --run-dir")
+
+
+def _make_folder(run_dir: Path) -> bool:
+    """Make the run folder (and its parents) if missing; whether this call made it."""
+    try:
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        run_dir.mkdir()
+    except FileExistsError:
+        if not run_dir.is_dir():
+            raise UserError(f"--run-dir {run_dir} is a file, not a folder") from None
+        return False
+    except OSError as error:  # a file in the way, no permission
+        raise UserError(f"cannot make the run folder {run_dir}: {error.strerror or error}") from None
+    return True
+
+
+def _open_locked(config: Config | None, run_dir: Path, command: list[str],
+                 made: bool) -> tuple[Config, bool, set[str] | None]:
+    """open_run's work once the folder's lock is held: (config, resuming, before)."""
+    if (run_dir / "config.toml").exists():
         data = read_toml(run_dir / "config.toml")
         if "game" not in data:  # train.py writes every section: an empty or cut file is damage
             raise UserError(f"{run_dir / 'config.toml'} is damaged (it has no [game]); the run cannot be resumed "
@@ -121,25 +169,20 @@ def open_run(config: Config | None, run_dir: Path | None,
             check_new_run(saved)
         except UserError as error:
             raise UserError(f"{run_dir} cannot be resumed on this machine: {error}") from None
-        return saved, run_dir, True, None
-    if run_dir is not None and run_dir.exists() and any(not _temporary(p) for p in run_dir.iterdir()):
-        raise UserError(f"{run_dir} exists and is not a run folder (no config.toml); choose a new --run-dir")
+        return saved, True, None
+    _check_not_foreign(run_dir)
     if config is None:
         raise UserError("no config to start a new run with")
-    game = check_new_run(config)  # fail before creating anything
-    run_dir = run_dir or new_run_dir(game.name)
-    before = {p.name for p in run_dir.iterdir()} if run_dir.exists() else None
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as error:  # a file in the way, no permission
-        raise UserError(f"cannot make the run folder {run_dir}: {error.strerror or error}") from None
+    if not made:  # (a folder made here was checked before it was made)
+        check_new_run(config)
+    before = None if made else {p.name for p in run_dir.iterdir() if p.name != LOCK}
     try:
         atomic_write_text(run_dir / "config.toml", config.to_toml())
         write_provenance(run_dir, command)
     except OSError as error:  # a full disk, no permission: nothing half-written stays
         _discard(run_dir, before)
         raise UserError(f"cannot write the run's files in {run_dir}: {error.strerror or error}") from None
-    return config, run_dir, False, before
+    return config, False, before
 
 
 def check_new_run(config: Config) -> games.Game:
@@ -423,8 +466,14 @@ class Run:
         record = {"iteration": iteration, **record}
         if len(self.buffer) >= config.train.min_replay:
             steps = self.trainer.steps_for(len(samples))
-            record.update(self.trainer.train(self.buffer, steps, self.sample_generator,
-                                             augment=config.replay.augment, progress=self.progress))
+            try:
+                record.update(self.trainer.train(self.buffer, steps, self.sample_generator,
+                                                 augment=config.replay.augment, progress=self.progress))
+            except TrainingDiverged as error:  # nothing of this iteration is saved: latest.pt stays good
+                kept = (f"{self.dir} keeps iteration {self.saved_iteration}, the last good one" if self.saved_iteration
+                        else "no iteration had finished, so nothing is kept")
+                raise TrainingDiverged(f"training diverged in iteration {iteration}: {error}; {kept}; train with a "
+                                       "lower train.learning_rate (in a new --run-dir)") from None
         record["charts/learning_rate"] = self.trainer.learning_rate
         self.trainer.end_iteration(seconds=self.elapsed + time.perf_counter() - started)
         self.source.publish(iteration)
@@ -495,19 +544,28 @@ class LocalSelfPlay:
         pass
 
 
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt
+def _stop_on_sigterm(signum, frame):
+    raise Stopped(signum)
 
 
 def train(config: Config | None, run_dir: Path | None, *, minutes: float | None = None,
           iterations: int | None = None, progress: bool = True, command: list[str] | None = None, log=print,
           source=None) -> Path:
-    """Run (or resume) training until the budget ends or the user interrupts; returns the run folder.
+    """Run (or resume) training until the budget ends; returns the run folder. Stopped by Ctrl-C or
+    SIGTERM, it keeps the last finished iteration, says so, and raises errors.Stopped (the command
+    exits 130 or 143). The run folder is locked for the whole call (azero/folder_lock.py).
 
     `source(run)`, when given, builds the run's source of samples (azero/distributed/'s actors);
     by default self-play runs in this process.
     """
-    config, run_dir, resuming, before = open_run(config, run_dir, command or sys.argv)
+    config, run_dir, resuming, before, lock = open_run(config, run_dir, command or sys.argv)
+    with lock:
+        return _train_locked(config, run_dir, resuming, before, minutes=minutes, iterations=iterations,
+                             progress=progress, log=log, source=source)
+
+
+def _train_locked(config: Config, run_dir: Path, resuming: bool, before: set[str] | None, *, minutes, iterations,
+                  progress, log, source) -> Path:
     try:
         run = Run(config, run_dir, progress=progress, log=log)
     except Exception as error:
@@ -522,7 +580,7 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
         log(f"resuming {run_dir} at iteration {run.iteration} ({run.positions} positions, buffer {len(run.buffer)})")
     else:
         log(f"new run in {run_dir}")
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     # a new run that fails before its first checkpoint leaves no folder (a full disk, a stop keep it, to continue)
     failed = False
     session_start = time.monotonic()
@@ -543,9 +601,10 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
             # iteration look like the last one, and each would evaluate again.
             last_duration = time.monotonic() - began - run.evaluation_pause
             log(_summary_line(record))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         log(f"stopped; {run_dir} holds iteration {run.saved_iteration}. Continue with: "
             f"python scripts/train.py --run-dir {run_dir}")
+        raise Stopped(stop.signal_number if isinstance(stop, Stopped) else signal.SIGINT) from None
     except BrokenPipeError:  # the reader of the log went away (`train.py ... | head`): cli_entry ends quietly
         raise
     except OSError as error:  # a full disk, a folder gone read-only: what is saved stays whole

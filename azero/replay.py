@@ -113,7 +113,8 @@ def chunks(folder: Path) -> list[tuple[int, int, Path]]:
 def restore(buffer: ReplayBuffer, folder: Path, up_to: int, positions: int) -> None:
     """Refill an empty `buffer` from the chunks of iterations <= up_to, deleting chunks of later
     iterations (an iteration interrupted before its checkpoint was written) once the folder is
-    known to fit the checkpoint (UserError, and nothing deleted, if it does not).
+    known to fit the checkpoint and every chunk read is whole (UserError, and nothing deleted,
+    if not).
 
     positions: the samples the run has added in all (latest.pt's count). The ring is rebuilt
     as the run left it, each sample in its slot: the chunks pruned away (wholly overwritten)
@@ -125,15 +126,55 @@ def restore(buffer: ReplayBuffer, folder: Path, up_to: int, positions: int) -> N
     if pruned < 0:  # checked before anything is deleted: a refused folder stays as it was
         raise UserError(f"{folder} holds {-pruned} more replay samples than the run's checkpoint counts; "
                         "the folder does not belong to this checkpoint")
+    buffer.cursor = pruned % buffer.capacity
+    buffer.total_added = pruned
+    for iteration, count, path in kept:
+        buffer.add(read_chunk(path, buffer, iteration, count))
     for iteration, _, path in found:
         if iteration > up_to:
             path.unlink(missing_ok=True)
-    buffer.cursor = pruned % buffer.capacity
-    buffer.total_added = pruned
-    for _, _, path in kept:
-        data = safe_load(path, "replay file")
-        # files written before a field existed hold its default (Samples fills it in)
-        buffer.add(Samples(**{name: data[name] for name in buffer.names if name in data}))
+
+
+def read_chunk(path: Path, buffer: ReplayBuffer, iteration: int, count: int) -> Samples:
+    """The samples of one chunk, checked against what save_chunk writes for `buffer` (its game and
+    fields) and its name (`iteration`, `count`): the archive's checksums (safe_load's, as for
+    checkpoints), each field's presence, dtype and shape, finite targets. UserError naming the
+    file otherwise: a resume then stops with nothing changed; the file can be restored, or moved
+    out of the folder to go on without its samples. Fields a chunk written before they existed
+    lacks take their defaults."""
+    data = safe_load(path, "replay file")
+    problem = chunk_problem(data, buffer, iteration, count)
+    if problem:
+        raise UserError(f"{path} is a damaged replay chunk ({problem}); nothing was changed: restore it, or move "
+                        f"it out of {path.parent} to resume without its {count} samples")
+    return Samples(**{name: data[name] for name in buffer.names if name in data})
+
+
+def chunk_problem(data, buffer: ReplayBuffer, iteration: int, count: int) -> str | None:
+    """What in a loaded chunk differs from what save_chunk writes, in a few words, or None."""
+    if not isinstance(data, dict):
+        return f"it holds a {type(data).__name__}, not a table of fields"
+    if data.get("iteration") != iteration:
+        return f"it says iteration {data.get('iteration')!r:.40}, its name {iteration}"
+    for name in buffer.names:
+        if name not in data:
+            if name in REQUIRED:
+                return f"no {name!r} field"
+            continue
+        value, ring = data[name], getattr(buffer, name)
+        if not isinstance(value, torch.Tensor):
+            return f"its {name!r} is not a tensor"
+        if value.dtype != ring.dtype:
+            return f"its {name!r} is {value.dtype}, not {ring.dtype}"
+        if value.shape != (count, *ring.shape[1:]):
+            return f"its {name!r} has shape {list(value.shape)}, not {[count, *ring.shape[1:]]} ({count} rows, as " \
+                   "its name says)"
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            return f"its {name!r} holds values that are not finite numbers"
+    return None
+
+
+REQUIRED = ("planes", "policy", "legal", "value")  # the fields every chunk has held
 
 
 def prune(folder: Path, capacity: int) -> None:

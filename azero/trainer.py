@@ -9,7 +9,8 @@ On a GPU the forward pass and losses run under autocast (train.mixed_precision: 
 where the GPU has it, else float16 with loss scaling); on a CPU in float32 unless asked.
 
 A loss that is not finite stops training with TrainingDiverged before the
-optimizer step, so the last good checkpoint on disk stays the last good one.
+optimizer step, and so do weights that are not finite after the last step, so the
+last good checkpoint on disk stays the last good one.
 
 With `train.ema_decay` d > 0 the optimizer fits a copy of the network (`trainer.model`)
 and, after each gradient step, the network the trainer was given (the one self-play,
@@ -28,6 +29,7 @@ import torch
 from torch.nn import functional as F
 from tqdm import tqdm
 
+from .checkpoint import non_finite
 from .config import TrainConfig
 from .errors import UserError
 from .network import PolicyValueNet
@@ -36,7 +38,7 @@ from .selfplay import Samples
 
 
 class TrainingDiverged(UserError):
-    """A loss became NaN or infinite."""
+    """A loss or a weight became NaN or infinite (the message says which, and at which step)."""
 
 
 def learning_rate_factor(config: TrainConfig, iteration: int, seconds: float = 0.0) -> float:
@@ -184,10 +186,8 @@ class Trainer:
                                 enabled=self.autocast is not None):
                 terms = losses(model, batch, self.config)
             if not torch.isfinite(terms["total"]):
-                raise TrainingDiverged(
-                    f"training diverged at step {self.steps}: loss is {float(terms['total'].detach())}; "
-                    "the last good checkpoint is kept (try a lower train.learning_rate)"
-                )
+                raise TrainingDiverged(f"the loss of gradient step {self.steps + 1} is "
+                                       f"{float(terms['total'].detach())}")
             self.optimizer.zero_grad(set_to_none=True)
             if self.scaler is not None:
                 self.scaler.scale(terms["total"]).backward()
@@ -208,6 +208,10 @@ class Trainer:
                 sums[key] = sums.get(key, 0.0) + float(value.detach())
         model.eval()
         self.net.eval()
+        for network in {id(model): model, id(self.net): self.net}.values():
+            name = non_finite(network.state_dict())
+            if name is not None:
+                raise TrainingDiverged(f"the weight {name} is not finite after gradient step {self.steps}")
         seconds = time.perf_counter() - start
         out = {f"losses/{k}": v / max(steps, 1) for k, v in sums.items()}
         out["charts/train_samples_per_s"] = steps * self.config.batch_size / max(seconds, 1e-9)

@@ -12,6 +12,7 @@ exit status in the folder's ablation.json:
     OUT/ARM-seedS/       each run's folder (a training run folder, azero/loop.py)
     OUT/ablation.md      the table of results (azero/ablation/report.py)
     OUT/elo.svg          Elo against training minutes, the arms side by side
+    OUT/lock             while an ablate.py runs it (azero/folder_lock.py; each run folder has its own)
 
 Stopping it at any moment (Ctrl-C, SIGTERM) stops the command in progress; running
 it again continues: finished trainings and measurements are kept, an interrupted
@@ -31,7 +32,8 @@ import time
 from pathlib import Path
 
 from ..checkpoint import atomic_write_text
-from ..errors import UserError, exists, is_int
+from ..errors import Stopped, UserError, exists, is_int
+from ..folder_lock import LOCK, hold
 from ..metrics import read_metrics
 from .plan import Arm, Plan, judge_options
 from .report import write_report
@@ -76,7 +78,7 @@ class Ablation:
                 raise UserError(f"{self.folder} holds another ablation ({difference}); choose a new --out, or "
                                 f"give only --out {self.folder} to continue it")
             self.state["runs"], self.state["commands"] = saved["runs"], saved["commands"]
-        elif exists(self.folder) and any(self.folder.iterdir()):
+        elif exists(self.folder) and any(entry.name != LOCK for entry in self.folder.iterdir()):
             raise UserError(f"{self.folder} exists and holds no {STATE}; choose a new --out")
         if not (SCRIPTS / "train.py").exists():
             raise UserError(f"ablations run the scripts of a source checkout ({SCRIPTS / 'train.py'} is missing)")
@@ -262,7 +264,20 @@ class Ablation:
         return todo
 
     def run(self) -> None:
-        """Every step not done yet, in order; writes the table and the plot after each run."""
+        """Every step not done yet, in order; writes the table and the plot after each run. The
+        ablation's folder is locked meanwhile (each training locks its own run folder too); a stop
+        (Ctrl-C, SIGTERM) raises errors.Stopped once the command in progress has stopped."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise UserError(f"cannot make {self.folder}: {error.strerror or error}") from None
+        with hold(self.folder, sys.argv):
+            if exists(self.folder / STATE):  # as the last command left it (it may have ended since it was read)
+                saved, _ = read_state(self.folder / STATE)
+                self.state["runs"], self.state["commands"] = saved["runs"], saved["commands"]
+            self._run_locked()
+
+    def _run_locked(self) -> None:
         self.save()
         previous = signal.signal(signal.SIGTERM, self._terminate)
         try:
@@ -282,7 +297,7 @@ class Ablation:
         except KeyboardInterrupt:
             self.log(f"stopped; {self.folder} keeps what finished. Continue with: "
                      f"python scripts/ablate.py --out {self.folder}")
-            raise
+            raise Stopped(signal.SIGTERM if self.terminated else signal.SIGINT) from None
         finally:
             signal.signal(signal.SIGTERM, previous)
 

@@ -24,7 +24,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--out OUT alone to continue (arms or seeds may also be added to the same plan, and head-to-head matches "
         "against the first arm).",
         epilog=f"Yardsticks by preset: {defaults}. Example: ablate.py --game connect4 --minutes 60 --seeds 0,1 "
-        "--arm base: --arm gumbel:search.algorithm=gumbel --out runs/ablate-c4",
+        "--arm base: --arm gumbel:search.algorithm=gumbel --out runs/ablate-c4. "
+        "One command at a time may run an ablation folder (a second is refused, naming the first). "
+        "Exit status: 0 all steps done; 2 an error (one line); 130 stopped by Ctrl-C, 143 by SIGTERM "
+        "(what finished is kept; run it again to continue).",
     )
     parser.add_argument("--out", type=Path, required=True, help="the ablation's folder (new, or one to continue)")
     parser.add_argument("--game", help="the preset every arm starts from (configs/GAME.toml)")

@@ -29,7 +29,12 @@ def main(argv=None) -> int:
         "train.py --run-dir runs/gomoku-20261122-150000 (resume) | "
         "train.py --game gomoku --ray (self-play on Ray actors) | "
         "train.py --game gomoku --ray-address auto --actors 32 (on a Ray cluster). "
-        "See every config key with --help-config.",
+        "See every config key with --help-config. "
+        "One command at a time may write a run folder: a second is refused, naming the first (its host, pid "
+        "and start). "
+        "Exit status: 0 the budget is done; 2 an error in what was asked, or a training that diverged (one line; "
+        "the last good iteration is kept); 130 stopped by Ctrl-C, 143 by SIGTERM (the last finished iteration "
+        "is kept; run again with --run-dir to continue).",
     )
     parser.add_argument("--game", help="game whose preset to use (configs/GAME.toml), e.g. gomoku, gomoku15, tictactoe")
     parser.add_argument("--config", metavar="PATH", help="a TOML config file instead of a preset")

@@ -130,7 +130,12 @@ def read_request(line: str) -> dict:
 
 def serve(engine: Engine, source: TextIO, sink: TextIO) -> int:
     def reply(message: dict) -> None:
-        sink.write(json.dumps(message) + "\n")
+        try:  # JSON has no NaN or Infinity: a value that is not finite (a network's overflow) is an error
+            text = json.dumps(message, allow_nan=False)
+        except ValueError:
+            text = json.dumps({"id": message.get("id"), "error": "internal error: the analysis holds a value that "
+                               "is not a finite number (the network's output overflowed?)"})
+        sink.write(text + "\n")
         sink.flush()
 
     def handle(line: str) -> bool:
