@@ -74,7 +74,7 @@ def test_a_run_whose_loss_turns_nan_stops_naming_the_iteration_and_keeps_the_las
     # a real divergence: plain SGD at the largest learning rate allowed, its gradients unclipped, from the
     # first iteration that trains (the second: the first has fewer samples than train.min_replay)
     run_dir = tmp_path / "run"
-    out = train(*TINY, "--set", "train.optimizer=sgd", "--set", "train.learning_rate=100", "--set", "train.grad_clip=0",
+    out = train(*TINY, "--set", "train.optimizer=sgd", "--set", "train.learning_rate=1e6", "--set", "train.grad_clip=0",
                 "--set", "train.min_replay=100", "--iterations", "4", "--run-dir", str(run_dir))
     one_line_error(out, "error: training diverged in iteration 2: the loss of gradient step ", " is nan; ",
                    f"{run_dir} keeps iteration 1, the last good one")
