@@ -43,8 +43,7 @@ import games
 
 from . import __version__
 from .arena import MAX_GAMES_AT_ONCE, check_opening
-from .checkpoint import (TEMPORARY_SUFFIX, atomic_save, atomic_write_text, load_checkpoint, network_checkpoint,
-                         remove_temporary_files)
+from .checkpoint import TEMPORARY_SUFFIX, atomic_save, atomic_write_text, load_checkpoint, network_checkpoint, remove_temporary_files
 from .config import Config, config_from_dict, differences, read_toml, toml_text
 from .errors import Stopped, UserError, naming_file
 from .evaluation import LadderEvaluator

@@ -34,10 +34,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import itertools
-import threading
-import warnings
 import math
+import threading
 import typing
+import warnings
 from dataclasses import asdict, dataclass, field, fields
 
 import torch

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from .errors import UserError, exists
 from .metrics import METRICS, read_metrics
-from .svg import COLOURS, escape as _escape, nice_ticks
-
+from .svg import COLOURS, nice_ticks
+from .svg import escape as _escape
 
 PLOT_LIMIT = 1e9  # minutes or Elo beyond this are no run's (the axes' arithmetic would overflow on 1e308)
 

@@ -19,7 +19,7 @@ import random
 
 import torch
 
-from games import Game, NO_ACTION
+from games import NO_ACTION, Game
 
 
 class PyGomoku:

@@ -17,10 +17,10 @@ import games
 from games import Game, GameError, State
 from games.random import fold, make_keys
 
+from . import zoo
 from .errors import UserError, is_int, is_number
 from .player import MAX_SECONDS, MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from .players import make
-from . import zoo
 
 
 def check_budget(simulations=None, seconds=None) -> None:

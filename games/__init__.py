@@ -15,8 +15,8 @@ from .base import (
     IllegalActionError,
     State,
     Symmetry,
-    player_sign,
     opening_move,
+    player_sign,
     sample_uniform_legal,
 )
 from .connect4 import ConnectFour

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import torch
 
+from . import kernels
 from .base import (
     NO_ACTION,
     BoardState,
@@ -30,12 +31,11 @@ from .base import (
     new_board_state,
     parse_square,
     player_sign,
-    render_grid,
     player_signs,
+    render_grid,
 )
-from . import kernels
-from .random import subset
 from .lines import completes_line, line_rays, permutation_playout, window_table
+from .random import subset
 
 RULES = ("freestyle", "standard")
 STONES = {1: "X", -1: "O", 0: "."}

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import games
-from games import GameError, IllegalActionError
 from boards import parse_ascii_board
+from games import GameError, IllegalActionError
 
 SYMBOLS = {"X": 1, "O": -1, ".": 0}
 

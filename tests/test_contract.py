@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import games
+from game_specs import GAME_SPECS
 from games import BoardState, Game, GameError
 from games.base import (
     BOARD_STYLES,
@@ -28,7 +29,6 @@ from games.base import (
     render_grid,
     stone_planes,
 )
-from game_specs import GAME_SPECS
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import games
-from games import NO_ACTION, GameError, IllegalActionError, State
 from game_specs import GAME_SPECS
+from games import NO_ACTION, GameError, IllegalActionError, State
 
 
 def random_walk(game, batch, seed, max_plies=2000):

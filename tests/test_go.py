@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from boards import board, legal_texts, play, position
 
 import games
+from boards import board, legal_texts, play, position
 from games import GameError, IllegalActionError
 from games.random import make_keys
 

@@ -6,12 +6,11 @@ import pytest
 import torch
 
 import games
+from azero.solver import Solver
+from boards import count_games, play, position
 from games import GameError
 from games.base import Game
 from games.random import make_keys
-from boards import count_games, play, position
-from azero.solver import Solver
-
 
 G7 = games.make("gomoku", size=7, k=5)
 

@@ -12,8 +12,6 @@ import pytest
 import torch
 
 import games
-from games import State
-from games.random import make_keys
 from azero.checkpoint import atomic_save, network_checkpoint
 from azero.config import ConfigError, config_from_dict, load_config
 from azero.errors import UserError
@@ -24,6 +22,8 @@ from azero.search.gumbel import _schedule_table, visit_schedule
 from azero.search.network_search import NetworkSearch
 from azero.search.selection import NodeView, completed_q, mixed_value, sigma
 from azero.selfplay import SelfPlay
+from games import State
+from games.random import make_keys
 from networks import small_net
 
 TTT = games.make("tictactoe")

@@ -14,21 +14,29 @@ import pytest
 import torch
 
 import games
-from games.random import fold, uniform
-from networks import small_net
-from runs import tiny_settings
 from azero.checkpoint import load_checkpoint, network_checkpoint, network_from_checkpoint
 from azero.config import ConfigError, load_config
 from azero.errors import UserError
 from azero.loop import open_run, train
-from azero.network import (GlobalPoolingBlock, NetworkConfig, NetworkEvaluator, PolicyValueNet, ResidualBlock,
-                           global_pool, pooling_blocks, wdl_value)
+from azero.network import (
+    GlobalPoolingBlock,
+    NetworkConfig,
+    NetworkEvaluator,
+    PolicyValueNet,
+    ResidualBlock,
+    global_pool,
+    pooling_blocks,
+    wdl_value,
+)
 from azero.quantized import Int8Network, calibration_positions
 from azero.replay import ReplayBuffer, chunks, restore
 from azero.search import PUCT, NodeView
 from azero.search.forced import forced_visits, prune_forced_visits
 from azero.selfplay import Samples, SelfPlay, game_samples, stored_fields
 from azero.trainer import losses, score_target, wdl_target
+from games.random import fold, uniform
+from networks import small_net
+from runs import tiny_settings
 
 DATA = Path(__file__).resolve().parent / "data"
 TTT = games.make("tictactoe")

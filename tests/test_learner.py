@@ -13,16 +13,13 @@ import torch
 from torch.nn import functional as F
 
 import games
-from networks import small_net
-from games import State
-from games.random import make_keys
 from azero.checkpoint import atomic_save, load_checkpoint, network_checkpoint, network_from_checkpoint
 from azero.config import ConfigError, load_config
 from azero.errors import UserError
 from azero.network import NetworkConfig, NetworkEvaluator, PolicyValueNet, auto_precision, masked_softmax
-from azero.quantized import Int8Network, calibration_positions
 from azero.players import parse_spec
 from azero.players.az import make_az_player
+from azero.quantized import Int8Network, calibration_positions
 from azero.replay import ReplayBuffer
 from azero.search import PUCT, new_tree, simulate
 from azero.search.network_search import NetworkSearch, add_dirichlet_noise
@@ -30,6 +27,9 @@ from azero.search.tree import subtree
 from azero.selfplay import Samples, SelfPlay
 from azero.solver import Solver
 from azero.trainer import Trainer, learning_rate_factor
+from games import State
+from games.random import make_keys
+from networks import small_net
 
 TTT = games.make("tictactoe")
 
@@ -658,9 +658,8 @@ def test_a_run_decays_its_learning_rate_by_its_own_clock(tmp_path):
     """A run's iterations hand the trainer the run's clock: with a cosine schedule of a
     moment's length the second iteration trains at the floor; the clock is saved with the
     trainer and never runs ahead of the run's."""
-    from runs import tiny_settings
-
     from azero.loop import train
+    from runs import tiny_settings
 
     config = load_config(game="tictactoe", overrides=tiny_settings({
         "train.schedule": "cosine", "train.schedule_minutes": 1e-6, "train.learning_rate": 0.002,

@@ -10,14 +10,14 @@ import re
 
 import pytest
 import torch
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-import games
 import azero.search as search_module
+import games
 from azero.player import MAX_SECONDS
 from azero.players.flatmc import FlatMCPlayer
-from azero.protocols import analysis
-from azero.protocols import gtp, piskvork
+from azero.protocols import analysis, gtp, piskvork
 from azero.protocols.gtp import KEPT_ENGINES, Clock, GTPEngine
 from azero.protocols.lines import PROTOCOL_LINE, TooLong, bounded_lines
 from azero.protocols.piskvork import Brain

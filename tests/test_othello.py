@@ -9,9 +9,8 @@ import pytest
 import torch
 
 import games
+from boards import legal_texts, parse_ascii_board, play
 from games import GameError, IllegalActionError
-from boards import parse_ascii_board
-from boards import legal_texts, play
 
 SYMBOLS = {"X": 1, "O": -1, ".": 0}
 BLACK, WHITE = 0, 1

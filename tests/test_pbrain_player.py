@@ -16,7 +16,6 @@ import games
 from azero.errors import UserError
 from azero.players import make
 from azero.protocols.pbrain_client import split_options
-
 from commands import run_here
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"

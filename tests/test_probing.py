@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 import time
@@ -22,9 +22,9 @@ import games
 from azero.checkpoint import atomic_save, network_checkpoint
 from azero.errors import UserError
 from azero.player import MAX_SECONDS, RESIGN, Analysis
+from azero.players.flatmc import FlatMCPlayer
 from azero.protocols import analysis
 from azero.protocols.gtp import Clock, GTPEngine
-from azero.players.flatmc import FlatMCPlayer
 from azero.protocols.piskvork import Brain
 from azero.session import Engine, describe_analysis
 from azero.web import guard

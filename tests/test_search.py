@@ -8,11 +8,11 @@ import pytest
 import torch
 
 import games
-from games import State
-from games.random import make_keys
 from azero.search import UCB1, RolloutEvaluator, choose, search
 from azero.search.final import max_robust_exists
 from boards import position
+from games import State
+from games.random import make_keys
 
 TTT = games.make("tictactoe")
 

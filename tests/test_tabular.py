@@ -13,10 +13,24 @@ import pytest
 
 from azero.cli import planning as planning_cli
 from azero.svg import Series, line_chart
-from azero.tabular import (DynaAgents, DynaConfig, PlanningError, SweepingConfig, blocking_maze, dyna_maze,
-                           greedy_path_lengths, parse_maze, render_maze, run_steps, shortcut_maze, sweep_known_maze,
-                           value_iteration)
-from azero.tabular import racetrack, trajectory, updates
+from azero.tabular import (
+    DynaAgents,
+    DynaConfig,
+    PlanningError,
+    SweepingConfig,
+    blocking_maze,
+    dyna_maze,
+    greedy_path_lengths,
+    parse_maze,
+    racetrack,
+    render_maze,
+    run_steps,
+    shortcut_maze,
+    sweep_known_maze,
+    trajectory,
+    updates,
+    value_iteration,
+)
 from azero.tabular.maze_experiments import changing_maze_experiment, dyna_maze_experiment, sweeping_experiment
 from azero.tabular.update_experiments import rtdp_experiment, trajectory_experiment, updates_experiment
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from commands import run_here
-from runs import ctrl_c_default, tiny_args
 
 from azero.config import load_config
+from commands import run_here
+from runs import ctrl_c_default, tiny_args
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = tiny_args()

@@ -14,17 +14,17 @@ import pytest
 import torch
 
 import games
-from games import State
-from games.random import make_keys
 from azero.arena import play_match
 from azero.elo import ladder, match_elo
 from azero.errors import UserError
 from azero.players import make, parse_spec
 from azero.players.flatmc import FlatMCPlayer
 from azero.players.uct import UCTPlayer
+from azero.reference import ReferenceUCTPlayer
 from boards import position
 from commands import run_here
-from azero.reference import ReferenceUCTPlayer
+from games import State
+from games.random import make_keys
 
 REPO = Path(__file__).resolve().parent.parent
 

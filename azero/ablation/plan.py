@@ -12,14 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
-
 from games.options import Option, read_options
 
 from ..config import MAX_ITERATIONS, MAX_MINUTES, load_config
 from ..elo import MAX_GAMES, MAX_OPENING_PLIES
 from ..errors import USER_ERRORS, UserError
-from ..player import MAX_SIMULATIONS
 from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS
+from ..player import MAX_SIMULATIONS
 
 # --capture-all-dead: our Go scores the final position as it stands (Tromp-Taylor), so GNU Go
 # must capture dead stones before it passes, or it loses games its own scoring says it won.

@@ -6,8 +6,8 @@ import argparse
 import json
 
 from ..errors import cli_entry
-from . import check_batch, torch_device
 from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS, MAX_CANDIDATES
+from . import check_batch, torch_device
 
 MAX_PLIES = 10_000  # random plies before a judged position, at most
 

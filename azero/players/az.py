@@ -26,8 +26,7 @@ from ..search.gumbel import chosen_action, deadline_stop
 from ..search.network_search import ALGORITHMS, NetworkSearch
 from ..search.selection import MAX_C_INIT, MAX_C_SCALE, MAX_C_VISIT
 from ..search.tree import tree_bytes
-from .spec import (NETWORK_VIRTUAL_LOSS, PARALLEL, SECONDS, SEED, SPARE_TREE_BYTES, PlayerEntry, PlayerSpec,
-                   leaves_per_step)
+from .spec import NETWORK_VIRTUAL_LOSS, PARALLEL, SECONDS, SEED, SPARE_TREE_BYTES, PlayerEntry, PlayerSpec, leaves_per_step
 
 ARGUMENT = Option(None, str, metavar="CHECKPOINT", help="a checkpoint path")
 DEFAULT_SIMULATIONS = 200

@@ -11,7 +11,7 @@ from games.options import Option
 
 from .. import zoo
 from ..errors import UserError
-from .az import OPTIONS, player_from_checkpoint
+from .az import player_from_checkpoint
 
 ARGUMENT = Option(None, str, metavar="NAME", help="a zoo network's name (azero zoo lists them)")
 

@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
 
-
 from games import Game, GameError, State
 from games.options import is_whole_number
 

@@ -11,10 +11,10 @@ import torch
 
 from games import Game, State
 
+from . import memory
 from .engine import Evaluator, Rule, simulate
 from .evaluators import RolloutEvaluator
 from .final import CRITERIA, choose
-from . import memory
 from .gumbel import GumbelResult, gumbel_noise, gumbel_search
 from .selection import PUCT, UCB1, Gumbel, NodeView
 from .tree import Tree, grow, new_tree, node_bytes, room_for

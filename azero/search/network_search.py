@@ -24,8 +24,7 @@ from games import Game, State, sample_uniform_legal
 from games.random import fold, make_keys
 
 from ..network import NetworkEvaluator, PolicyValueNet
-from . import (PUCT, Gumbel, GumbelResult, Tree, gumbel_noise, gumbel_search, memory, new_tree, node_bytes, simulate,
-               start_capacity)
+from . import PUCT, Gumbel, GumbelResult, Tree, gumbel_noise, gumbel_search, memory, new_tree, node_bytes, simulate, start_capacity
 
 ALGORITHMS = ("puct", "gumbel")
 
