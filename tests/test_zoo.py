@@ -45,7 +45,7 @@ def test_a_zoo_network_matches_its_card_and_beats_random(entry):
     player = make(f"zoo:{entry.name}", game)
     assert player.simulations == card["sims"]
     result = play_match(game, player, make("random", game), 8, seed=0, progress=False)
-    assert result.a_score >= 0.9, result
+    assert result.a_score >= 0.75 and result.b_wins <= 1, result
 
 
 def test_a_damaged_or_missing_zoo_file_is_refused_in_one_line(tmp_path, monkeypatch):
