@@ -13,6 +13,8 @@ its stdin is closed, then it is terminated, then killed.
 from __future__ import annotations
 
 import queue
+import shlex
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -25,6 +27,27 @@ from .lines import TooLong, bounded_lines
 MAX_LINE = 100_000  # characters a line of an engine's output may hold (its ending not counted)
 QUEUED_LINES = 100  # lines read ahead of the client
 STDERR_TAIL = 1 << 16  # bytes of a dead engine's stderr read for its last words
+
+
+def engine_command(command: str, player: str, example: str,
+                   folders: tuple[str, ...] = ()) -> tuple[list[str], str]:
+    """An external engine's command line, the text after `player:` in its spec, split like a shell
+    would (quotes group words; no shell runs; a command quoted whole as one word, gtp:"prog --opt",
+    is split again): (its words as given, the program's path, found on PATH, then in `folders`).
+    UserError naming the player if it cannot be read or the program found."""
+    try:
+        argv = shlex.split(command)
+        if len(argv) == 1 and any(c.isspace() for c in argv[0]):
+            argv = shlex.split(argv[0])
+    except ValueError as error:
+        raise UserError(f"{player}: cannot read the command {command!r}: {error}") from None
+    if not argv:
+        raise UserError(f"{player} needs the engine's command line, e.g. {example}")
+    program = shutil.which(argv[0]) or (shutil.which(argv[0], path=":".join(folders)) if folders else None)
+    if program is None:
+        looked = "PATH" + "".join(f" and {folder}" for folder in folders)
+        raise UserError(f"{player}: cannot find the program {argv[0]!r} (looked on {looked})")
+    return argv, program
 
 
 class EngineProcess:

@@ -18,7 +18,6 @@ prints more than MAX_LINES lines without one, or a line too long to read
 from __future__ import annotations
 
 import shlex
-import shutil
 import time
 
 import torch
@@ -27,7 +26,7 @@ from games import Game, GameError
 
 from ..errors import UserError
 from ..player import RESIGN, Player
-from .engine_process import EngineProcess
+from .engine_process import EngineProcess, engine_command
 from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_vertex
 
 ANSWER_TIMEOUT = 600.0  # seconds an external engine may take over one answer
@@ -239,16 +238,7 @@ class GTPPlayer(Player):
 
 def make_gtp_player(command: str, game: Game) -> GTPPlayer:
     """`gtp:COMMAND` -> a GTPPlayer; the command line is split like a shell would (no shell runs)."""
-    try:
-        argv = shlex.split(command)
-        if len(argv) == 1 and any(c.isspace() for c in argv[0]):  # gtp:"prog --opt" quoted as one word
-            argv = shlex.split(argv[0])
-    except ValueError as error:
-        raise UserError(f"gtp: cannot read the command {command!r}: {error}") from None
-    if not argv:
-        raise UserError('gtp needs the engine\'s command line, e.g. gtp:"gnugo --mode gtp --level 1"')
     check_game(game)  # before the program is looked for: no engine would play another game
-    program = shutil.which(argv[0]) or shutil.which(argv[0], path="/usr/games:/usr/local/games")
-    if program is None:
-        raise UserError(f"gtp: cannot find the program {argv[0]!r} (looked on PATH and in /usr/games)")
+    argv, program = engine_command(command, "gtp", 'gtp:"gnugo --mode gtp --level 1"',
+                                   ("/usr/games", "/usr/local/games"))
     return GTPPlayer(game, [program, *argv[1:]], "gtp:" + shlex.join(argv))

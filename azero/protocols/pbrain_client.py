@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import time
 
 import torch
@@ -37,7 +36,7 @@ from games.options import Option, read_options
 
 from ..errors import UserError
 from ..player import MAX_SECONDS, Player
-from .engine_process import EngineProcess
+from .engine_process import EngineProcess, engine_command
 from .piskvork_text import SIZES, brain_rule, format_square
 
 ANSWER_TIMEOUT = 600.0  # seconds a brain may take over one answer when no time limit is set
@@ -231,16 +230,6 @@ def make_pbrain_player(text: str, game: Game) -> PbrainPlayer:
     is split like a shell would (no shell runs)."""
     command, given = split_options(text)
     options = read_options("pbrain", OPTIONS, given, error=UserError)
-    try:
-        argv = shlex.split(command)
-        if len(argv) == 1 and any(c.isspace() for c in argv[0]):  # pbrain:"prog --opt" quoted as one word
-            argv = shlex.split(argv[0])
-    except ValueError as error:
-        raise UserError(f"pbrain: cannot read the command {command!r}: {error}") from None
-    if not argv:
-        raise UserError('pbrain needs the brain\'s command line, e.g. pbrain:"pbrain-rapfi":nodes=1000')
-    program = shutil.which(argv[0])
-    if program is None:
-        raise UserError(f"pbrain: cannot find the program {argv[0]!r} (looked on PATH)")
+    argv, program = engine_command(command, "pbrain", 'pbrain:"pbrain-rapfi":nodes=1000')
     label = "pbrain:" + shlex.join(argv) + (":" + ",".join(f"{k}={v}" for k, v in given.items()) if given else "")
     return PbrainPlayer(game, [program, *argv[1:]], label, options)
