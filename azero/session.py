@@ -21,6 +21,7 @@ from . import zoo
 from .errors import UserError, is_int, is_number
 from .player import MAX_SECONDS, MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from .players import make
+from .search.memory import TreeTooLarge
 
 
 def check_budget(simulations=None, seconds=None) -> None:
@@ -94,23 +95,33 @@ class Engine:
         clock:  seconds a game's clock allows this move (a Piskvork turn, GTP time settings): an
                 upper bound on the budget, which is the engine's own (--sims, --seconds), else the
                 one the player's spec states (uct:2000's 2000); a spec that states none searches
-                until the clock."""
+                until the clock. A stated budget larger than the tree memory limit holds (a
+                Piskvork INFO max_memory, AZERO_TREE_MEMORY) is not refused here: the clock and
+                the limit end that search."""
         check_budget(**budget)
         keys = fold(make_keys(self.seed, 1), self.calls)
         self.calls += 1
         options = {**self.budget(), **budget}
+        from_spec = set()
         if clock is not None:
             check_budget(seconds=clock)
             stated = {"simulations": self.player.stated_simulations, "seconds": self.player.stated_seconds}
             for key, value in stated.items():
                 if key not in options and value is not None:
                     options[key] = value
+                    from_spec.add(key)
             options["seconds"] = min(options.get("seconds", clock), clock)
         if on_progress is not None:
             options["on_progress"] = on_progress
         if should_stop is not None:
             options["should_stop"] = should_stop
-        analysis = self.player.analyse(state, keys, **options)
+        try:
+            analysis = self.player.analyse(state, keys, **options)
+        except TreeTooLarge:  # (refused before anything is allocated)
+            if "simulations" not in from_spec:
+                raise
+            del options["simulations"]
+            analysis = self.player.analyse(state, keys, **options)
         if analysis is None:  # random, perfect: a move without an analysis
             action = self.player.act(state, keys)
             zeros = torch.zeros(1, self.game.num_actions)
