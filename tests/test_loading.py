@@ -145,8 +145,11 @@ def described_as(tmp_path: Path, network: dict, model: dict | None = None) -> Pa
 
 
 def peak_megabytes(code: str) -> tuple[float, str]:
-    """Run `code` in a fresh interpreter; (its peak resident memory in MB, its output)."""
-    script = f"import resource, sys\n{code}\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    """Run `code` in a fresh interpreter; (its peak resident memory in MB, its output). The peak is
+    the process's own memory's high-water mark (VmHWM): getrusage's ru_maxrss carries a forking
+    parent's peak across exec, which in a long pytest run is the test process's gigabytes."""
+    script = (f"import sys\n{code}\n"
+              "print(next(int(line.split()[1]) for line in open('/proc/self/status') if line.startswith('VmHWM:')) / 1024)")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=REPO)
     lines = out.stdout.strip().splitlines()
     return float(lines[-1]), "\n".join(lines[:-1]) + out.stderr
