@@ -23,11 +23,11 @@ import torch
 from tqdm import tqdm
 
 from games import NO_ACTION, Game, make_from_spec, opening_move
-from games.random import fold, keys_of
+from games.keyed_random import fold, keys_of
 
 from .elo import match_elo
 from .errors import UserError
-from .player import RESIGN, Player
+from .players.base import RESIGN, Player
 
 
 @dataclass

@@ -5,7 +5,7 @@
     print(result.table())
 
 The positions come from random play: position i plays a number of random moves drawn
-uniformly from min_plies..max_plies, both from its own key (`games.random`), so the
+uniformly from min_plies..max_plies, both from its own key (`games.keyed_random`), so the
 set depends only on the game, the range and the seed (a longer set starts with the
 shorter one). Games that end before their number of moves are dropped, and so are
 repeated positions.
@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from games import Game, State, sample_uniform_legal
-from games.random import fold, make_keys, uniform
+from games.keyed_random import fold, make_keys, uniform
 
 from .elo import score_interval
 from .errors import UserError

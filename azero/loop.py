@@ -46,14 +46,15 @@ from .arena import MAX_GAMES_AT_ONCE, check_opening
 from .checkpoint import TEMPORARY_SUFFIX, atomic_save, atomic_write_text, load_checkpoint, network_checkpoint, remove_temporary_files
 from .config import Config, config_from_dict, differences, read_toml, toml_text
 from .errors import Stopped, UserError, naming_file
-from .evaluation import LadderEvaluator
 from .faults import fault
 from .folder_lock import LOCK, FolderLock, hold
+from .ladder import LadderEvaluator
 from .metrics import METRICS, read_metrics
 from .network import PolicyValueNet, device_problem, precision_problem
-from .player import MAX_SIMULATIONS
+from .players.base import MAX_SIMULATIONS
 from .replay import ReplayBuffer, chunks, prune, restore, save_chunk
-from .search import memory, node_bytes
+from .search import memory
+from .search.tree import node_bytes
 from .selfplay import Samples, SelfPlay, stored_fields, tree_nodes
 from .trainer import Trainer, TrainingDiverged, autocast_dtype
 

@@ -50,7 +50,7 @@ from games.options import field_option, read_option
 
 from .errors import UserError
 from .quantized import Int8Network, calibration_positions, fast_int8, native_int8
-from .search.evaluators import one_thread_if
+from .threads import one_thread_if
 
 VALUE_HEADS = ("scalar", "wdl")
 

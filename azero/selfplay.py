@@ -51,12 +51,12 @@ import torch
 from tqdm import tqdm
 
 from games import NO_ACTION, Game, State, opening_move, player_sign
-from games.random import fold, make_keys, uniform
+from games.keyed_random import fold, make_keys, uniform
 
 from .config import SearchConfig, SelfPlayConfig
 from .network import PolicyValueNet
+from .network_search import NetworkSearch, add_dirichlet_noise, default_alpha
 from .search.forced import prune_forced_visits
-from .search.network_search import NetworkSearch, add_dirichlet_noise, default_alpha
 from .search.tree import replace_rows, subtree, take_rows
 
 

@@ -15,12 +15,12 @@ import torch
 
 import games
 from games import Game, GameError, State
-from games.random import fold, make_keys
+from games.keyed_random import fold, make_keys
 
 from . import zoo
 from .errors import UserError, is_int, is_number
-from .player import MAX_SECONDS, MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from .players import make
+from .players.base import MAX_SECONDS, MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from .search.memory import TreeTooLarge
 
 

@@ -81,8 +81,8 @@ from typing import Any, Callable, ClassVar, NamedTuple, Sequence
 import torch
 
 from . import kernels
+from .keyed_random import Source, advance, fold, random_true, uniform
 from .options import Option, is_whole_number, read_options
-from .random import Source, advance, fold, random_true, uniform
 
 NO_ACTION = -1
 BOARD_STYLES = ("squares", "lines", "green", "frame")  # the values of `Game.board_style`
@@ -593,7 +593,7 @@ class Game:
     def random_playout(self, state: State, source: Source = None) -> torch.Tensor:
         """Play uniformly random legal moves until every game ends; returns result float [B].
 
-        `source` is a torch.Generator or per-game keys long [B] (games/random.py).
+        `source` is a torch.Generator or per-game keys long [B] (games/keyed_random.py).
         Games may override this with a faster method of the same distribution.
         """
         ply = 0

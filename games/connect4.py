@@ -35,7 +35,7 @@ from .base import (
     player_sign,
     stone_planes,
 )
-from .lines import completes_line, line_rays, pad_board, window_table
+from .line_geometry import completes_line, line_rays, pad_board, window_table
 from .options import is_whole_number
 
 DISCS = {1: "X", -1: "O", 0: "."}

@@ -56,8 +56,8 @@ from .base import (
     sample_uniform_legal,
     stone_planes,
 )
+from .keyed_random import Source, advance, subset
 from .options import is_whole_number
-from .random import Source, advance, subset
 
 STONES = {1: "X", -1: "O", 0: "."}
 PASS_TEXT = "pass"

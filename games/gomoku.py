@@ -34,8 +34,8 @@ from .base import (
     player_signs,
     render_grid,
 )
-from .lines import completes_line, line_rays, permutation_playout, window_table
-from .random import subset
+from .keyed_random import subset
+from .line_geometry import completes_line, line_rays, permutation_playout, window_table
 
 RULES = ("freestyle", "standard")
 STONES = {1: "X", -1: "O", 0: "."}

@@ -118,7 +118,7 @@ def _random_true(mask, draw, index, count):  # pragma: no cover - compiled
 
 
 def random_true(mask: torch.Tensor, uniform_draw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The compiled form of games.random.random_true (same arguments and results, CPU tensors)."""
+    """The compiled form of games.keyed_random.random_true (same arguments and results, CPU tensors)."""
     batch = mask.shape[0]
     index = torch.empty(batch, dtype=torch.long)
     count = torch.empty(batch, dtype=torch.int16)
@@ -420,7 +420,7 @@ def empty_cells_chosen(board_flat, action, done, no_action: int) -> torch.Tensor
 
 
 @njit(cache=True, nogil=True, inline="always")
-def hash_one(v):  # pragma: no cover - compiled; games.random._hash32 of one int64
+def hash_one(v):  # pragma: no cover - compiled; games.keyed_random._hash32 of one int64
     v &= 0xFFFFFFFF
     v ^= v >> 16
     v = (v * 0x7FEB352D) & 0xFFFFFFFF
@@ -436,7 +436,7 @@ def _hash32(x, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _fold(keys, data, out):  # pragma: no cover - compiled; games.random.fold
+def _fold(keys, data, out):  # pragma: no cover - compiled; games.keyed_random.fold
     if data.shape[0] == 1:  # one tag for every key: hashed once
         tag = hash_one(data[0] + 0x632BE5AB)
         for i in range(keys.shape[0]):
@@ -447,7 +447,7 @@ def _fold(keys, data, out):  # pragma: no cover - compiled; games.random.fold
 
 
 def fold(keys: torch.Tensor, data: torch.Tensor | int) -> torch.Tensor:
-    """The compiled form of games.random.fold for keys long [B] and data long [B] or [1], or
+    """The compiled form of games.keyed_random.fold for keys long [B] and data long [B] or [1], or
     one Python int (which needs no tensor)."""
     tags = np.array([data], np.int64) if isinstance(data, int) else data.contiguous().view(-1).numpy()
     out = np.empty(keys.shape[0], np.int64)
@@ -456,7 +456,7 @@ def fold(keys: torch.Tensor, data: torch.Tensor | int) -> torch.Tensor:
 
 
 def hash32(x: torch.Tensor) -> torch.Tensor:
-    """The compiled form of games.random._hash32 (long tensor of any shape, on the CPU)."""
+    """The compiled form of games.keyed_random._hash32 (long tensor of any shape, on the CPU)."""
     out = torch.empty(x.shape, dtype=torch.long)
     _hash32(x.contiguous().view(-1).numpy(), out.view(-1).numpy())
     return out
@@ -486,13 +486,13 @@ def _sample_legal(mask, draws, no_action, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _key_draw(key, column):  # pragma: no cover - compiled; column `column` of games.random.uniform(keys, (B, n))
+def _key_draw(key, column):  # pragma: no cover - compiled; column `column` of games.keyed_random.uniform(keys, (B, n))
     return np.float32(hash_one(key + column * 0x632BE5AB) >> 8) * np.float32(1.0 / (1 << 24))
 
 
 @njit(cache=True, nogil=True)
 def _sample_legal_keys(mask, keys, no_action, out):  # pragma: no cover - compiled
-    for b in range(mask.shape[0]):  # the draws of games.random.uniform(keys, (B, 3)), made when needed
+    for b in range(mask.shape[0]):  # the draws of games.keyed_random.uniform(keys, (B, 3)), made when needed
         row = mask[b]
         a = _guess(row, _key_draw(keys[b], 0))
         if not row[a]:
@@ -504,7 +504,7 @@ def _sample_legal_keys(mask, keys, no_action, out):  # pragma: no cover - compil
 
 def sample_legal(mask: torch.Tensor, draws: torch.Tensor | None, no_action: int, keys: torch.Tensor | None = None):
     """The compiled form of games.base.sample_uniform_legal, from its draws (float [B, 3]) or,
-    with draws None, from per-game keys (the same draws as games.random.uniform makes)."""
+    with draws None, from per-game keys (the same draws as games.keyed_random.uniform makes)."""
     out = np.empty(mask.shape[0], np.int64)
     rows = mask.contiguous().numpy().view(np.uint8)
     if draws is None:

@@ -54,7 +54,7 @@ from .base import (
     sample_uniform_legal,
     stone_planes,
 )
-from .random import Source, advance, subset
+from .keyed_random import Source, advance, subset
 
 DIRECTIONS = ((-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1))
 SIZES = (4, 6, 8, 10, 12, 14, 16)
@@ -268,7 +268,7 @@ class Othello(Game):
         """Uniformly random legal moves until every game ends; returns result float [B].
 
         Draws exactly what the base class's stepping loop draws (`source` is a generator or
-        per-game keys long [B], games/random.py), but skips step's checks and drops finished
+        per-game keys long [B], games/keyed_random.py), but skips step's checks and drops finished
         games from the batch as it goes.
         """
         result = self.result(state).clone()

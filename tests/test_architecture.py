@@ -15,8 +15,8 @@ from azero import players
 from azero.cli import evaluate, play
 from azero.config import ConfigError, load_config
 from azero.errors import UserError
-from azero.player import Player
 from azero.players import PlayerEntry, make, spec_help
+from azero.players.base import Player
 from azero.players.spec import SEED
 from games import GameError, sample_uniform_legal
 from games.options import Option
@@ -38,7 +38,7 @@ def test_self_play_loads_no_player_protocol_or_web_code():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     loaded = out.stdout.split()
     assert "azero.selfplay" in loaded
-    banned = ("azero.players", "azero.player", "azero.protocols", "azero.web")
+    banned = ("azero.players", "azero.players.base", "azero.protocols", "azero.web")
     assert [m for m in loaded if m in banned or m.startswith(tuple(b + "." for b in banned))] == []
 
 
@@ -155,7 +155,7 @@ def test_the_cycle_finder_names_a_cycle():
 def test_no_import_cycle_among_azero_and_games_modules():
     graph = import_graph()
     assert {"azero.search", "azero.search.tree"} <= graph["azero.selfplay"]  # (the walk sees imports)
-    assert "azero.players" in graph["azero.session"] and "games.random" in graph["azero.arena"]
+    assert "azero.players" in graph["azero.session"] and "games.keyed_random" in graph["azero.arena"]
     cycles = find_cycles(graph)
     assert not cycles, "import cycles: " + "; ".join(
         f"{' -> '.join(cycle)} (modules that import each other: {', '.join(members)})" for cycle, members in cycles)
@@ -165,18 +165,16 @@ def test_no_import_cycle_among_azero_and_games_modules():
 # prefix that matches a module's name gives its layer.
 LAYERS = (
     ("azero.cli", 7),
-    ("azero.protocols.gtp_client", 4), ("azero.protocols.gtp_text", 4), ("azero.protocols.lines", 1),
-    ("azero.protocols.engine_process", 1), ("azero.protocols.pbrain_client", 4), ("azero.protocols.piskvork_text", 4),
     ("azero.protocols", 6), ("azero.web", 6),
-    ("azero.session", 5), ("azero.sgf", 5), ("azero.loop", 5), ("azero.bench", 5), ("azero.bench_mctx", 5),
-    ("azero.distributed", 5),
-    ("azero.ablation", 5),
-    ("azero.player", 4), ("azero.players", 4), ("azero.arena", 4), ("azero.evaluation", 4),
-    ("azero.search.network_search", 3), ("azero.selfplay", 3), ("azero.replay", 3), ("azero.trainer", 3),
+    ("azero.session", 5), ("azero.sgf", 5), ("azero.loop", 5), ("azero.throughput", 5), ("azero.throughput_mctx", 5),
+    ("azero.distributed", 5), ("azero.ablation", 5),
+    ("azero.players", 4), ("azero.arena", 4), ("azero.ladder", 4),
+    ("azero.network_search", 3), ("azero.selfplay", 3), ("azero.replay", 3), ("azero.trainer", 3),
     ("azero.network", 2), ("azero.checkpoint", 2), ("azero.config", 2), ("azero.config_docs", 2),
     ("azero.zoo", 2),
-    ("azero.search", 1), ("azero.quantized", 1), ("azero.elo", 1), ("azero.solver", 1), ("azero.reference", 1),
-    ("azero.plot", 1), ("azero.svg", 1), ("azero.tabular", 1), ("azero.errors", 1), ("azero", 1),
+    ("azero.search", 1), ("azero.wire", 1), ("azero.quantized", 1), ("azero.elo", 1), ("azero.solver", 1),
+    ("azero.reference", 1), ("azero.plot", 1), ("azero.svg", 1), ("azero.tabular", 1), ("azero.errors", 1),
+    ("azero", 1),
     ("games", 0),
 )
 
@@ -280,3 +278,35 @@ def test_every_device_option_refuses_a_device_this_machine_lacks_in_one_line(com
         main(["--device", "tpu"])
     assert stop.value.code == 2
     assert "argument --device: 'tpu' is not a torch device; use cpu, cuda or cuda:N" in capsys.readouterr().err
+
+
+# -- folders ------------------------------------------------------------------------------------------
+
+
+def folder(module: str) -> str:
+    """The folder (a package below azero/, or games/) a module lives in; a module directly in azero/
+    is a room of its own."""
+    packages = sorted((name for name, path in module_files().items() if path.name == "__init__.py" and name != "azero"),
+                      key=len, reverse=True)
+    return next((p for p in packages if module == p or module.startswith(p + ".")), module)
+
+
+def test_every_folder_sits_in_one_layer():
+    spread: dict[str, set[int]] = {}
+    for name, path in module_files().items():
+        if path.name == "__init__.py" and not path.read_text().strip():
+            continue
+        spread.setdefault(folder(name), set()).add(layer(name))
+    straddling = sorted(f"{name}: layers {sorted(levels)}" for name, levels in spread.items() if len(levels) > 1)
+    assert not straddling, "folders spanning layers (move the odd module to a folder of its layer): " + "; ".join(
+        straddling)
+    assert spread["azero.search"] == {1} and spread["azero.protocols"] == {6}  # (the walk reads as meant)
+
+
+def test_no_folder_is_both_below_and_above_another():
+    graph: dict[str, set[str]] = {}
+    for name, imports in import_graph().items():
+        graph.setdefault(folder(name), set()).update(folder(other) for other in imports if folder(other) != folder(name))
+    cycles = find_cycles(graph)
+    assert not cycles, "folders importing each other: " + "; ".join(" -> ".join(cycle) for cycle, _ in cycles)
+

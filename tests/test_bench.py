@@ -4,10 +4,10 @@ the library is left as it was found."""
 from __future__ import annotations
 
 import games
-from azero import bench, network
+from azero import network, throughput
+from azero.network_search import NetworkSearch
 from azero.search import kernels
-from azero.search.network_search import NetworkSearch
-from games.random import make_keys
+from games.keyed_random import make_keys
 from networks import small_net
 
 
@@ -16,7 +16,7 @@ def test_the_step_profile_splits_the_search_and_puts_every_timed_call_back():
     net = small_net(game)
     originals = (kernels.Walker.gather, kernels.Walker.finish, network.masked_softmax,
                  network.NetworkEvaluator.module)
-    profile = bench._step_profile(game, net, batch=8, sims=6, seconds=0.05, repeats=1)
+    profile = throughput._step_profile(game, net, batch=8, sims=6, seconds=0.05, repeats=1)
 
     parts = profile["parts_ms"]
     for part in ("walks", "network's pass", "bookkeeping and backup", "softmax", "tree refill and root pass"):

@@ -17,7 +17,7 @@ from azero.errors import UserError
 from azero.players import REGISTRY, make
 from azero.search import PUCT, UCB1, Gumbel, choose, gumbel_noise, gumbel_search, new_tree, search, simulate
 from games import kernels
-from games.random import make_keys
+from games.keyed_random import make_keys
 
 NUMBERS = (int, float)
 
@@ -86,7 +86,7 @@ def test_the_largest_allowed_noise_is_finite():
     import numpy as np
 
     from azero.config import SearchConfig
-    from azero.search.network_search import add_dirichlet_noise
+    from azero.network_search import add_dirichlet_noise
 
     high = next(f for f in dataclasses.fields(SearchConfig) if f.name == "dirichlet_alpha").metadata["high"]
     legal = torch.ones(4, 9, dtype=torch.bool)

@@ -29,7 +29,7 @@ from azero.config import load_config
 from azero.network import PolicyValueNet
 from azero.protocols.gtp import Clock, GTPEngine
 from azero.session import Engine, settle_memory
-from games.random import make_keys
+from games.keyed_random import make_keys
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "scripts"

@@ -166,10 +166,10 @@ def test_ray_without_ray_installed_is_one_clear_error(tmp_path, monkeypatch):
     out = run_here("train.py", *TINY, "--actors", "2", "--iterations", "1", "--run-dir", str(run_dir))
     assert out.returncode == 2 and "add --ray" in out.stderr and not run_dir.exists()
     # the bench says so before the other groups' minutes, not after them
-    import azero.bench
+    import azero.throughput
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray: ImportError
-    monkeypatch.setattr(azero.bench, "run", lambda *args, **kwargs: pytest.fail("a group ran before the Ray check"))
+    monkeypatch.setattr(azero.throughput, "run", lambda *args, **kwargs: pytest.fail("a group ran before the Ray check"))
     out = run_here("bench.py", "--only", "puct", "--only", "ray")
     assert out.returncode == 2 and out.stderr.startswith("error: --only ray needs Ray, which is not installed"), out
 

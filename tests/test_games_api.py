@@ -176,7 +176,7 @@ def test_bad_options_are_clear_errors(game):
 def test_random_orders_are_permutations_drawn_evenly_and_per_game():
     """The cell orders of random playouts: each row a permutation, all orders of 3 cells about
     equally likely, and a game's order depends only on its own key (not on the batch)."""
-    from games.random import make_keys, random_orders
+    from games.keyed_random import make_keys, random_orders
 
     keys = make_keys(7, 60_000)
     orders = random_orders(keys, 60_000, 3)

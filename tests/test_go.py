@@ -11,7 +11,7 @@ import torch
 import games
 from boards import board, legal_texts, play, position
 from games import GameError, IllegalActionError
-from games.random import make_keys
+from games.keyed_random import make_keys
 
 BLACK, WHITE = 0, 1
 

@@ -10,7 +10,7 @@ from azero.solver import Solver
 from boards import count_games, play, position
 from games import GameError
 from games.base import Game
-from games.random import make_keys
+from games.keyed_random import make_keys
 
 G7 = games.make("gomoku", size=7, k=5)
 

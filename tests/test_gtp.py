@@ -24,8 +24,8 @@ from azero.checkpoint import atomic_save, network_checkpoint
 from azero.errors import UserError
 from azero.network import NetworkConfig, PolicyValueNet
 from azero.players import make
+from azero.players.gtp_player import GTPClient
 from azero.protocols.gtp import Clock
-from azero.protocols.gtp_client import GTPClient
 from commands import run_here
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,14 +16,14 @@ from azero.checkpoint import atomic_save, network_checkpoint
 from azero.config import ConfigError, config_from_dict, load_config
 from azero.errors import UserError
 from azero.network import NetworkConfig, PolicyValueNet
+from azero.network_search import NetworkSearch
 from azero.players import make
 from azero.search import Gumbel, gumbel_noise, gumbel_search, new_tree
 from azero.search.gumbel import _schedule_table, visit_schedule
-from azero.search.network_search import NetworkSearch
 from azero.search.selection import NodeView, completed_q, mixed_value, sigma
 from azero.selfplay import SelfPlay
 from games import State
-from games.random import make_keys
+from games.keyed_random import make_keys
 from networks import small_net
 
 TTT = games.make("tictactoe")
@@ -133,7 +133,7 @@ def test_a_gumbel_tree_that_starts_small_grows_and_searches_as_a_whole_one(monke
     """A Gumbel search that may stop early, of more nodes than INITIAL_TREE_BYTES holds, starts
     there and grows (an analysis request with simulations=1000000 and seconds=0.01 allocated the
     whole tree first); the search is the same. One without a stop gets its whole tree at once."""
-    import azero.search as search_module
+    import azero.search.run as search_module
 
     game = games.make("gomoku", size=5, k=4)
     searcher = NetworkSearch(game, small_net(game), algorithm="gumbel")

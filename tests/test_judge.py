@@ -21,8 +21,8 @@ import games
 from azero.errors import UserError
 from azero.judge import judge, judge_positions
 from azero.oracle import ConnectFourOracle, ExhaustiveOracle, make_oracle
-from azero.player import Player
 from azero.players import make
+from azero.players.base import Player
 from azero.solver import Solver
 from commands import run_here
 

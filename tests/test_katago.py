@@ -34,7 +34,7 @@ from azero.search import PUCT, NodeView
 from azero.search.forced import forced_visits, prune_forced_visits
 from azero.selfplay import Samples, SelfPlay, game_samples, stored_fields
 from azero.trainer import losses, score_target, wdl_target
-from games.random import fold, uniform
+from games.keyed_random import fold, uniform
 from networks import small_net
 from runs import tiny_settings
 

@@ -17,7 +17,7 @@ import games
 from azero.search import PUCT, UCB1, RolloutEvaluator, new_tree, search, simulate
 from azero.search.tree import Tree
 from games import NO_ACTION, kernels
-from games.random import _hash32, make_keys, random_true
+from games.keyed_random import _hash32, make_keys, random_true
 
 FIELD_NAMES = [f.name for f in Tree.FIELDS]
 
@@ -556,7 +556,7 @@ def test_uniform_legal_moves_are_the_same_and_uniform(width):
 def test_fold_is_the_same_for_scalar_and_per_game_tags():
     keys = make_keys(11, 300)
     for tag in (0, 7, -3, 2**40, torch.arange(300), torch.tensor([5]), torch.arange(300).view(300, 1)):
-        a, b = both(lambda: games.random.fold(keys, tag))
+        a, b = both(lambda: games.keyed_random.fold(keys, tag))
         assert torch.equal(a, b)
 
 

@@ -17,18 +17,18 @@ from azero.checkpoint import atomic_save, load_checkpoint, network_checkpoint, n
 from azero.config import ConfigError, load_config
 from azero.errors import UserError
 from azero.network import NetworkConfig, NetworkEvaluator, PolicyValueNet, auto_precision, masked_softmax
+from azero.network_search import NetworkSearch, add_dirichlet_noise
 from azero.players import parse_spec
 from azero.players.az import make_az_player
 from azero.quantized import Int8Network, calibration_positions
 from azero.replay import ReplayBuffer
 from azero.search import PUCT, new_tree, simulate
-from azero.search.network_search import NetworkSearch, add_dirichlet_noise
 from azero.search.tree import subtree
 from azero.selfplay import Samples, SelfPlay
 from azero.solver import Solver
 from azero.trainer import Trainer, learning_rate_factor
 from games import State
-from games.random import make_keys
+from games.keyed_random import make_keys
 from networks import small_net
 
 TTT = games.make("tictactoe")

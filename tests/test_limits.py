@@ -13,19 +13,19 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-import azero.search as search_module
+import azero.search.run as search_module
 import games
-from azero.player import MAX_SECONDS
+from azero.players.base import MAX_SECONDS
 from azero.players.flatmc import FlatMCPlayer
 from azero.protocols import analysis, gtp, piskvork
 from azero.protocols.gtp import KEPT_ENGINES, Clock, GTPEngine
-from azero.protocols.lines import PROTOCOL_LINE, TooLong, bounded_lines
 from azero.protocols.piskvork import Brain
 from azero.search import UCB1, RolloutEvaluator, search, search_with_budget
 from azero.search.memory import LIMIT_VARIABLE, TreeTooLarge, max_nodes, memory_limit
 from azero.search.tree import node_bytes
 from azero.session import Engine
-from games.random import make_keys
+from azero.wire.line_reader import PROTOCOL_LINE, TooLong, bounded_lines
+from games.keyed_random import make_keys
 
 
 def test_an_absurd_search_is_refused_before_anything_is_allocated():
@@ -60,10 +60,11 @@ def test_a_big_search_grows_its_tree_with_its_simulations_and_searches_the_same(
     assert whole.capacity == 1501
     monkeypatch.setattr(search_module, "INITIAL_TREE_BYTES", 1)  # start at MIN_NODES, then double
     used_at_growth = []
+    original_grow = search_module.grow
 
     def grow(tree, capacity):
         used_at_growth.append((int(tree.next_node.max()), tree.capacity))
-        return search_module.tree.grow(tree, capacity)
+        return original_grow(tree, capacity)
 
     monkeypatch.setattr(search_module, "grow", grow)
     grown = search(game, roots, RolloutEvaluator(game), UCB1(), 1500, keys, extra_capacity=10)

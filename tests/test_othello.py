@@ -279,7 +279,7 @@ def test_random_games_agree_with_a_plain_implementation(size):
 
 
 def test_random_playout_draws_what_stepping_draws():
-    from games.random import make_keys
+    from games.keyed_random import make_keys
 
     game = games.make("othello", size=4)
     state, generator, positions = game.initial_state(8), torch.Generator().manual_seed(7), []

@@ -15,7 +15,7 @@ import pytest
 import games
 from azero.errors import UserError
 from azero.players import make
-from azero.protocols.pbrain_client import split_options
+from azero.players.pbrain_player import split_options
 from commands import run_here
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"

@@ -21,7 +21,7 @@ import torch
 import games
 from azero.checkpoint import atomic_save, network_checkpoint
 from azero.errors import UserError
-from azero.player import MAX_SECONDS, RESIGN, Analysis
+from azero.players.base import MAX_SECONDS, RESIGN, Analysis
 from azero.players.flatmc import FlatMCPlayer
 from azero.protocols import analysis
 from azero.protocols.gtp import Clock, GTPEngine
@@ -31,8 +31,8 @@ from azero.web import guard
 from azero.web.server import start_server
 from commands import run_here
 from games import GameError
+from games.keyed_random import make_keys
 from games.options import MAX_DIGITS, is_whole_number
-from games.random import make_keys
 from networks import small_net
 
 

@@ -12,7 +12,7 @@ from azero.search import UCB1, RolloutEvaluator, choose, search
 from azero.search.final import max_robust_exists
 from boards import position
 from games import State
-from games.random import make_keys
+from games.keyed_random import make_keys
 
 TTT = games.make("tictactoe")
 

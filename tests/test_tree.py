@@ -23,7 +23,7 @@ from azero.search.tree import (
 )
 from games import NO_ACTION
 from games import kernels as game_kernels
-from games.random import make_keys
+from games.keyed_random import make_keys
 
 GAME = games.make("tictactoe")
 EMPTY = 7

@@ -24,7 +24,7 @@ from azero.reference import ReferenceUCTPlayer
 from boards import position
 from commands import run_here
 from games import State
-from games.random import make_keys
+from games.keyed_random import make_keys
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -362,7 +362,7 @@ def test_no_two_pairs_of_games_share_an_opening_while_the_game_has_enough():
 
 def test_random_openings_never_end_a_game_themselves():
     from azero.arena import check_opening, opening_moves
-    from games.random import make_keys
+    from games.keyed_random import make_keys
 
     go = games.make("go", size=5)
     passed = go.step(go.initial_state(256), torch.full((256,), go.pass_action))  # a second pass would end it

@@ -18,7 +18,7 @@ from ..config import MAX_ITERATIONS, MAX_MINUTES, load_config
 from ..elo import MAX_GAMES, MAX_OPENING_PLIES
 from ..errors import USER_ERRORS, UserError
 from ..judge import DEFAULT_MAX_PLIES, DEFAULT_MIN_PLIES, DEFAULT_POSITIONS
-from ..player import MAX_SIMULATIONS
+from ..players.base import MAX_SIMULATIONS
 
 # --capture-all-dead: our Go scores the final position as it stands (Tromp-Taylor), so GNU Go
 # must capture dead stones before it passes, or it loses games its own scoring says it won.
@@ -206,7 +206,8 @@ class Plan:
         """UserError unless the networks' trees fit in memory in each measurement: the judge searches
         all its positions at once, a match its games (else it fails after the arms' training)."""
         from ..arena import MAX_GAMES_AT_ONCE
-        from ..search import memory, node_bytes
+        from ..search import memory
+        from ..search.tree import node_bytes
 
         batches = [(judge_options(y) or {}).get("positions") or min(self.games, MAX_GAMES_AT_ONCE)
                    for y in self.yardsticks] + [min(self.head_to_head, MAX_GAMES_AT_ONCE)]

@@ -1,4 +1,4 @@
-"""python scripts/bench.py: throughput figures as one JSON object (see azero/bench.py)."""
+"""python scripts/bench.py: throughput figures as one JSON object (see azero/throughput.py)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from ..checkpoint import atomic_write_text
 from ..errors import UserError, cli_entry
 from . import writable_folder_problem
 
-RAY_GROUPS = ("ray", "ray_scaling")  # azero/distributed/bench.py
+RAY_GROUPS = ("ray", "ray_scaling")  # azero/distributed/throughput.py
 
 
 @cli_entry
 def main(argv=None) -> int:
-    from .. import bench
+    from .. import throughput
 
     parser = argparse.ArgumentParser(
         prog="bench.py",
@@ -26,7 +26,7 @@ def main(argv=None) -> int:
         "Ratios of ours over the plain-Python baselines are measured in the same run.",
     )
     parser.add_argument("--only", action="append", metavar="GROUP",
-                        help=f"run only this group (repeatable): {', '.join(bench.GROUPS)}; and, with Ray "
+                        help=f"run only this group (repeatable): {', '.join(throughput.GROUPS)}; and, with Ray "
                         f"installed, {', '.join(RAY_GROUPS)} (only when named: they start a local Ray instance)")
     parser.add_argument("--seconds", type=float, default=2.0, help="minimum length of each timed repeat (default 2)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per figure; the median is reported (default 3)")
@@ -52,21 +52,21 @@ def main(argv=None) -> int:
         from ..distributed.cluster import require_ray
 
         require_ray(f"--only {ray_groups[0]}")
-    out = bench.run([g for g in args.only if g not in RAY_GROUPS] if args.only else None, args.seconds,
+    out = throughput.run([g for g in args.only if g not in RAY_GROUPS] if args.only else None, args.seconds,
                     args.repeats) if not args.only or len(ray_groups) < len(args.only) else {}
     if ray_groups:
-        from ..distributed import bench as ray_bench
+        from ..distributed import throughput as ray_throughput
         from ..distributed.cluster import disconnect
 
         try:
             for group in ray_groups:
-                out[group] = ray_bench.GROUPS[group](args.seconds, args.repeats)
+                out[group] = ray_throughput.GROUPS[group](args.seconds, args.repeats)
         finally:
             disconnect()
     print(json.dumps(out, indent=2), flush=True)  # the figures first: a failed write of the plot keeps them
     if args.plot:
         try:
-            atomic_write_text(args.plot, ray_bench.scaling_svg(out["ray_scaling"]))
+            atomic_write_text(args.plot, ray_throughput.scaling_svg(out["ray_scaling"]))
         except OSError as error:
             raise UserError(f"could not write {args.plot}: {error.strerror or error}") from None
     return 0

@@ -11,8 +11,8 @@ from . import protocol_streams, torch_device, writable_folder_problem
 @cli_entry
 def main(argv=None) -> int:
     from ..protocols.gtp import GTPEngine, serve
-    from ..protocols.gtp_text import check_game
     from ..session import engine_maker, game_from_args
+    from ..wire.gtp_text import check_game
 
     parser = argparse.ArgumentParser(
         prog="gtp.py",

@@ -13,8 +13,8 @@ def main(argv=None) -> int:
     from ..checkpoint import load_checkpoint
     from ..errors import USER_ERRORS, UserError
     from ..protocols.piskvork import serve
-    from ..protocols.piskvork_text import brain_game, check_brain_game
     from ..session import engine_maker
+    from ..wire.piskvork_text import brain_game, check_brain_game
 
     parser = argparse.ArgumentParser(
         prog="pbrain.py",

@@ -118,7 +118,7 @@ def typed_lines():
     input() keeps its line editing); a pipe's is read with bounded_lines."""
     import sys
 
-    from ..protocols.lines import bounded_lines
+    from ..wire.line_reader import bounded_lines
 
     piped = None if sys.stdin.isatty() else bounded_lines(sys.stdin, TYPED_LINE)
 
@@ -136,7 +136,7 @@ def typed_lines():
 
 
 def watch(game, first, second) -> int:
-    from ..player import RESIGN
+    from ..players.base import RESIGN
     from ..session import GameSession, describe_analysis
 
     session = GameSession(game)
@@ -158,9 +158,9 @@ def watch(game, first, second) -> int:
 
 def terminal(game, engine, human: int) -> int:
     from ..errors import USER_ERRORS
-    from ..player import RESIGN
-    from ..protocols.lines import TooLong
+    from ..players.base import RESIGN
     from ..session import GameSession, describe_analysis
+    from ..wire.line_reader import TooLong
 
     ask = typed_lines()
     session = GameSession(game)

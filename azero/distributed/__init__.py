@@ -4,7 +4,7 @@
     ledger.py    what an actor sends (a Chunk of finished games) and the learner's check of its ids
     workers.py   the actors' classes: SelfPlayWorker (a batch of games, as SelfPlay), EvaluatorWorker
     source.py    RaySelfPlay: the run's source of samples when self-play runs on actors
-    bench.py     self-play throughput on actors against one process; the learner's costs per actor
+    throughput.py  self-play throughput on actors against one process; the learner's costs per actor
     faults.py    the fault test: kill -9 actors during a run (scripts/ray_fault_test.py)
 
 The learner is azero/loop.py's Run, unchanged: it owns the replay buffer, the optimizer and the

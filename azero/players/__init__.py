@@ -1,6 +1,6 @@
 """Players by name: the registry behind every command's player specs.
 
-    player = make("uct:1000", game)     # a Player (azero/player.py)
+    player = make("uct:1000", game)     # a Player (azero/players/base.py)
     actions = player.act(states)        # long [B]
 
 Every command line accepts players as short specs, NAME[:ARGUMENT][:key=value,...]:
@@ -11,12 +11,12 @@ A player is one file in this package (its class, ARGUMENT, OPTIONS and a
 `build(game, argument, options, *, device, seed)`) plus one line in REGISTRY
 below; `make`, `SPEC_HELP`, this list and the help texts of the commands come
 from the registry. The external-engine player `gtp:` lives in
-azero/protocols/gtp_client.py: everything after "gtp:" is the engine's command
+azero/players/gtp_player.py: everything after "gtp:" is the engine's command
 line, split like a shell would (quotes group words; no shell runs; the program
 is looked up on PATH, then in /usr/games), e.g.
     gtp:gnugo --mode gtp --level 1 --chinese-rules
     gtp:"/usr/games/gtp-rhino --level 1"
-The Piskvork-brain player `pbrain:` (azero/protocols/pbrain_client.py) reads its command line
+The Piskvork-brain player `pbrain:` (azero/players/pbrain_player.py) reads its command line
 the same way, with the brain's limits as options after a last colon, e.g.
     pbrain:pbrain-rapfi:nodes=1000,turn=0
 """
@@ -27,10 +27,10 @@ from games import Game
 from games.options import Option
 
 from ..errors import USER_ERRORS, UserError
-from ..player import Player
-from ..protocols.gtp_client import make_gtp_player
-from ..protocols.pbrain_client import make_pbrain_player
-from . import az, flatmc, perfect, random, uct, zoo
+from . import az, flatmc, perfect, random_player, uct, zoo
+from .base import Player
+from .gtp_player import make_gtp_player
+from .pbrain_player import make_pbrain_player
 from .spec import PlayerEntry, PlayerSpec, split_spec
 
 __all__ = ["REGISTRY", "SPEC_HELP", "PlayerEntry", "PlayerSpec", "check_spec", "make", "parse_spec", "player_list",
@@ -50,7 +50,8 @@ def _pbrain(game, command, options, *, device, seed) -> Player:
 
 
 REGISTRY: dict[str, PlayerEntry] = {entry.name: entry for entry in (
-    PlayerEntry("random", random.build, "uniformly random legal moves", random.ARGUMENT, random.OPTIONS),
+    PlayerEntry("random", random_player.build, "uniformly random legal moves", random_player.ARGUMENT,
+                random_player.OPTIONS),
     PlayerEntry("uct", uct.build, "random-rollout UCT: UCB1 selection, random playouts", uct.ARGUMENT, uct.OPTIONS),
     PlayerEntry("flatmc", flatmc.build, "flat Monte Carlo: random rollouts shared among the legal moves",
                 flatmc.ARGUMENT, flatmc.OPTIONS),

@@ -13,19 +13,19 @@ from __future__ import annotations
 import torch
 
 from games import Game
+from games.keyed_random import make_keys
 from games.options import Option, read_option
-from games.random import make_keys
 
 from ..checkpoint import load_checkpoint, network_from_checkpoint
 from ..config import MAX_CONSIDERED, ConfigError, SearchConfig, config_from_dict
 from ..errors import UserError
 from ..network import LOW_PRECISION_MIN_BATCH, PRECISIONS, PolicyValueNet, precision_problem
-from ..player import MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
+from ..network_search import ALGORITHMS, NetworkSearch
 from ..search import Tree, choose, search_with_budget
 from ..search.gumbel import chosen_action, deadline_stop
-from ..search.network_search import ALGORITHMS, NetworkSearch
 from ..search.selection import MAX_C_INIT, MAX_C_SCALE, MAX_C_VISIT
 from ..search.tree import tree_bytes
+from .base import MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from .spec import NETWORK_VIRTUAL_LOSS, PARALLEL, SECONDS, SEED, SPARE_TREE_BYTES, PlayerEntry, PlayerSpec, leaves_per_step
 
 ARGUMENT = Option(None, str, metavar="CHECKPOINT", help="a checkpoint path")

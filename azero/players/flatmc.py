@@ -7,10 +7,10 @@ import time
 
 import torch
 
+from games.keyed_random import fold
 from games.options import Option
-from games.random import fold
 
-from ..player import MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
+from .base import MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from .spec import SEED
 
 ARGUMENT = Option(None, int, low=1, high=MAX_SIMULATIONS, allowed=SIMULATIONS_ALLOWED, metavar="ROLLOUTS",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from games import sample_uniform_legal
 
 from ..oracle import make_oracle
-from ..player import Player
+from .base import Player
 from .spec import SEED
 
 ARGUMENT = None

@@ -15,9 +15,9 @@ from games import Game
 from games.options import Option, is_whole_number, read_option, read_options
 
 from ..errors import UserError
-from ..player import MAX_SECONDS, Player
+from .base import MAX_SECONDS, Player
 
-MAX_SEED = 2**32 - 1  # seeds are 32-bit (games.random.make_keys), as run.seed
+MAX_SEED = 2**32 - 1  # seeds are 32-bit (games.keyed_random.make_keys), as run.seed
 SEED = Option(None, int, low=0, high=MAX_SEED, help="random seed, the command's seed unless given")
 SPARE_TREE_BYTES = 512 << 20  # search players keep their last tree for reuse up to this size
 MAX_PARALLEL = 1024  # leaves a step gathers from one tree, at most: far more than any evaluator's useful batch

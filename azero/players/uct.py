@@ -6,15 +6,15 @@ import math
 
 import torch
 
+from games.keyed_random import make_keys
 from games.options import Option, read_option
-from games.random import make_keys
 
 from ..errors import UserError
-from ..player import MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from ..search import CRITERIA, UCB1, RolloutEvaluator, Tree, choose, search, search_with_budget, simulate
 from ..search.final import max_robust_exists
 from ..search.selection import MAX_C
 from ..search.tree import tree_bytes
+from .base import MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from .spec import PARALLEL, SECONDS, SEED, SPARE_TREE_BYTES, VIRTUAL_LOSS, leaves_per_step
 
 ARGUMENT = Option(None, int, low=1, high=MAX_SIMULATIONS, allowed=SIMULATIONS_ALLOWED, metavar="ITERATIONS",

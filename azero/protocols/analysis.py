@@ -8,7 +8,7 @@ One request per line on stdin, one answer per line on stdout, each echoing the i
 
 Keys of a request: id (any JSON value, echoed), moves (the game so far, as move text;
 default empty), simulations or seconds (default: the engine's budget), top (how many
-moves to list, default 5). Budgets are limited (azero/player.py: simulations
+moves to list, default 5). Budgets are limited (azero/players/base.py: simulations
 1..100,000,000, seconds up to 3600; a search given simulations alone also stops after
 3600 seconds) and a search's tree by the tree memory limit (azero/search/memory.py).
 An engine that resigns (an external one, `gtp:...`) answers "best_move": "resign". A bad
@@ -25,9 +25,9 @@ from typing import TextIO
 from games import GameError
 
 from ..errors import UserError, internal_error, is_int
-from ..player import MAX_SECONDS, RESIGN
+from ..players.base import MAX_SECONDS, RESIGN
 from ..session import Engine, GameSession, check_budget, describe_analysis
-from .lines import serve_lines
+from ..wire.line_reader import serve_lines
 
 KNOWN = {"id", "moves", "simulations", "seconds", "top", "quit"}
 

@@ -32,7 +32,7 @@ budget. Everything slow (loading the network, compiling the search) happens at
 start-up and at `boardsize` or `komi`, never inside a genmove.
 `genmove` answers `resign` when the win-rate of its move is below the resign
 threshold (off unless given).
-External GTP engines as players live in azero/protocols/gtp_client.py.
+External GTP engines as players live in azero/players/gtp_player.py.
 """
 
 from __future__ import annotations
@@ -49,11 +49,11 @@ from games.options import is_whole_number
 
 from .. import __version__
 from ..errors import UserError, internal_error
-from ..player import MAX_SECONDS, RESIGN
+from ..players.base import MAX_SECONDS, RESIGN
 from ..session import Engine, GameSession, describe_analysis
 from ..sgf import black_margin, resignation_text, score_text, to_sgf, write_sgf
-from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_colour, parse_vertex
-from .lines import TooLong, serve_lines
+from ..wire.gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_colour, parse_vertex
+from ..wire.line_reader import TooLong, serve_lines
 
 COMMANDS = (
     "protocol_version", "name", "version", "known_command", "list_commands", "quit", "boardsize", "clear_board",

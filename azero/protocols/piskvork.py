@@ -33,11 +33,11 @@ from games.options import is_whole_number
 
 from .. import __version__
 from ..errors import UserError, internal_error
-from ..player import MAX_SECONDS
+from ..players.base import MAX_SECONDS
 from ..search import memory
 from ..session import Engine
-from .lines import TooLong, serve_lines
-from .piskvork_text import brain_game, check_brain_game
+from ..wire.line_reader import TooLong, serve_lines
+from ..wire.piskvork_text import brain_game, check_brain_game
 
 MAX_INFO_MS = 86_400_000  # INFO times are read up to a day (they are milliseconds)
 MARGIN = 0.85  # share of the allowed time spent searching, at most

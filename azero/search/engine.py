@@ -45,7 +45,7 @@ import torch
 
 from games import NO_ACTION, Game, State
 from games.base import player_signs
-from games.random import step_keys, uniform_draw
+from games.keyed_random import step_keys, uniform_draw
 
 from . import kernels
 from .kernels import Leaves

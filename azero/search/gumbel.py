@@ -32,7 +32,7 @@ from typing import Callable
 import torch
 
 from games import NO_ACTION, Game
-from games.random import uniform
+from games.keyed_random import uniform
 
 from . import kernels
 from .engine import Evaluator, simulate

@@ -45,13 +45,13 @@ _LOWEST = np.float32(LOWEST_SCORE)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _uniform_draw(key, depth):  # pragma: no cover - compiled; games.random.uniform_draw, one value
+def _uniform_draw(key, depth):  # pragma: no cover - compiled; games.keyed_random.uniform_draw, one value
     v = hash_one(key + (((depth + 1) * 0x632BE5AB) & 0xFFFFFFFF))
     return np.float32(v >> 8) * np.float32(1.0 / (1 << 24))
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _step_key(key, counter):  # pragma: no cover - compiled; games.random.step_keys, one value
+def _step_key(key, counter):  # pragma: no cover - compiled; games.keyed_random.step_keys, one value
     return hash_one(key * 0x9E3779B1 + counter)
 
 
@@ -435,7 +435,7 @@ _FINISH = _RECORD + tuple(name for name in _BACKUP if name not in _RECORD)  # _f
 class Leaves(NamedTuple):
     """The new nodes one step's walks made (their parent links are in the tree already):
     rows, nodes, parents, actions, keys: long [n], the tree, the node, its parent, the action
-    from there and the walk's random key (games.random.step_keys of the tree's key and the
+    from there and the walk's random key (games.keyed_random.step_keys of the tree's key and the
     simulation's number) of each leaf; flat, parent_flat: the node's and its parent's index
     into the trees' [B * N] rows (b * N + node)."""
 

@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import torch
 
-from games.random import random_true
+from games.keyed_random import random_true
 
 from .forced import MAX_FORCED_PLAYOUTS, forced_visits
 

@@ -147,7 +147,7 @@ def tree_type(fields: tuple[TreeField, ...]) -> type:
         lines.append(f"  {f.name:<16} {dtype} {shape}  {f.doc}; unused: {f.empty}"
                      + (" (None in trees without priors)" if f.with_prior else ""))
     lines.append(f"  {'next_node':<16} int64 [B]  index of the next free node")
-    lines.append(f"  {'keys':<16} int64 [B]  per-tree random keys (games/random.py)")
+    lines.append(f"  {'keys':<16} int64 [B]  per-tree random keys (games/keyed_random.py)")
     arrays = [(f.name, "torch.Tensor | None" if f.with_prior else "torch.Tensor") for f in fields]
     cls = dataclasses.make_dataclass(
         "Tree",

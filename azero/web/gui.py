@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import games
 from games import Game, GameError, State
-from games.random import make_keys
+from games.keyed_random import make_keys
 
 from ..errors import UserError, is_int, is_number
-from ..player import MAX_SECONDS, RESIGN, Analysis
+from ..players.base import MAX_SECONDS, RESIGN, Analysis
 from ..search import new_tree
 from ..search.tree import tree_bytes
 from ..session import Engine, GameSession, describe_analysis

@@ -12,7 +12,7 @@ A player may answer `RESIGN` for a game it gives up (only external GTP engines
 do); the arena ends that game as a loss for it. Players with
 `one_game_at_a_time = True` (external engines) are given batches of one game.
 
-Randomness: `act(states, keys)` takes per-game keys (games/random.py), so a game's
+Randomness: `act(states, keys)` takes per-game keys (games/keyed_random.py), so a game's
 moves do not depend on which other games share the batch; without keys a player
 draws them from its own seed.
 """
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import torch
 
 from games import Game, State
-from games.random import fold, make_keys
+from games.keyed_random import fold, make_keys
 
-from .search import Tree
-from .search.memory import MAX_SIMULATIONS
+from ..search import Tree
+from ..search.memory import MAX_SIMULATIONS
 
 RESIGN = -2  # a player's answer for a game it gives up (NO_ACTION is -1)
 # The most one move may ask of a player: simulations (or rollouts, MAX_SIMULATIONS) and seconds of search.

@@ -22,7 +22,7 @@ import time
 import weakref
 
 from ..errors import UserError
-from .lines import TooLong, bounded_lines
+from .line_reader import TooLong, bounded_lines
 
 MAX_LINE = 100_000  # characters a line of an engine's output may hold (its ending not counted)
 QUEUED_LINES = 100  # lines read ahead of the client

@@ -5,7 +5,7 @@
 
 `ray`: the run's self-play (the gomoku preset by default) as positions of finished games per
 second of wall time, in one process with N torch threads and on N actors with one thread each,
-their repeats interleaved (A B A B) as azero/bench.py does. Each actor repeat is one round: every
+their repeats interleaved (A B A B) as azero/throughput.py does. Each actor repeat is one round: every
 actor plays positions/N, the learner takes every chunk through the ledger (a round waits for
 its slowest actor, so the figure is, if anything, low).
 
@@ -24,12 +24,12 @@ import torch
 
 import games
 
-from ..bench import machine, rates
 from ..config import load_config
 from ..network import PolicyValueNet
 from ..plot import xy_svg
 from ..replay import ReplayBuffer
 from ..selfplay import Samples, SelfPlay
+from ..throughput import machine, rates
 from .cluster import cluster_cpus, connect
 from .ledger import Ledger, select_games
 from .workers import SelfPlayWorker

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from . import kernels
-from .random import Source, random_orders
+from .keyed_random import Source, random_orders
 
 DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from games import sample_uniform_legal
 
-from ..player import Player
+from .base import Player
 from .spec import SEED
 
 ARGUMENT = None

@@ -25,9 +25,9 @@ import torch
 from games import Game, GameError
 
 from ..errors import UserError
-from ..player import RESIGN, Player
-from .engine_process import EngineProcess, engine_command
-from .gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_vertex
+from ..wire.engine_process import EngineProcess, engine_command
+from ..wire.gtp_text import COLOUR_NAMES, check_game, format_vertex, parse_vertex
+from .base import RESIGN, Player
 
 ANSWER_TIMEOUT = 600.0  # seconds an external engine may take over one answer
 MAX_LINES = 10_000  # lines an answer may span, stray lines before it included (a 19x19 showboard is ~25)

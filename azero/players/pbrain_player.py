@@ -35,9 +35,9 @@ from games import Game
 from games.options import Option, read_options
 
 from ..errors import UserError
-from ..player import MAX_SECONDS, Player
-from .engine_process import EngineProcess, engine_command
-from .piskvork_text import SIZES, brain_rule, format_square
+from ..wire.engine_process import EngineProcess, engine_command
+from ..wire.piskvork_text import SIZES, brain_rule, format_square
+from .base import MAX_SECONDS, Player
 
 ANSWER_TIMEOUT = 600.0  # seconds a brain may take over one answer when no time limit is set
 GRACE, GRACE_SHARE = 1.0, 0.25  # seconds beyond its time a brain's answer may come (start-up, pipes, a busy machine)

@@ -21,10 +21,12 @@ import numpy as np
 import torch
 
 from games import Game, State, sample_uniform_legal
-from games.random import fold, make_keys
+from games.keyed_random import fold, make_keys
 
-from ..network import NetworkEvaluator, PolicyValueNet
-from . import PUCT, Gumbel, GumbelResult, Tree, gumbel_noise, gumbel_search, memory, new_tree, node_bytes, simulate, start_capacity
+from .network import NetworkEvaluator, PolicyValueNet
+from .search import PUCT, Gumbel, GumbelResult, Tree, gumbel_noise, gumbel_search, memory, new_tree, simulate
+from .search.run import start_capacity
+from .search.tree import node_bytes
 
 ALGORITHMS = ("puct", "gumbel")
 

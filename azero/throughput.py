@@ -47,7 +47,7 @@ from typing import Callable
 import torch
 
 import games
-from games.random import fold, make_keys
+from games.keyed_random import fold, make_keys
 
 from . import reference
 from .players.uct import UCTPlayer
@@ -238,7 +238,7 @@ def _fast_network(config, game):
 
 def _puct_efficiency(game, net, batch: int, sims: int, seconds: float, repeats: int) -> dict:
     """Batched PUCT simulations/s against the network's bare forward passes/s, same batch."""
-    from .search.network_search import NetworkSearch
+    from .network_search import NetworkSearch
 
     searcher = NetworkSearch(game, net)
     roots = game.initial_state(batch)
@@ -314,8 +314,8 @@ class _PartTimer:
 def _step_profile(game, net, batch: int, sims: int, seconds: float, repeats: int) -> dict:
     """Milliseconds a step of `_puct_efficiency`'s search spends in each part, and a bare pass."""
     from . import network
+    from .network_search import NetworkSearch
     from .search import kernels
-    from .search.network_search import NetworkSearch
 
     searcher = NetworkSearch(game, net)
     roots, keys = game.initial_state(batch), make_keys(0, batch)
@@ -452,10 +452,10 @@ class TrivialEvaluator:
 def bench_overhead(seconds: float, repeats: int, *, batch: int = 256, simulations: int = 64) -> dict:
     """The search's own cost: PUCT with a trivial evaluator, ours against mctx's (JAX, pgx's
     games), the same batch of initial positions and simulations, interleaved."""
-    from . import bench_mctx
+    from . import throughput_mctx
     from .search import PUCT, new_tree, simulate
 
-    missing = bench_mctx.available()
+    missing = throughput_mctx.available()
     out: dict = {"batch": batch, "simulations": simulations}
     for name in ("tictactoe", "connect4"):
         game = games.make(name)
@@ -474,7 +474,7 @@ def bench_overhead(seconds: float, repeats: int, *, batch: int = 256, simulation
         if missing:
             out[name] = {"sims_per_s": rate(ours, seconds=seconds, repeats=repeats), "mctx": missing}
             continue
-        mine, theirs = rates(ours, bench_mctx.mctx_search(name, batch, simulations), seconds=seconds, repeats=repeats)
+        mine, theirs = rates(ours, throughput_mctx.mctx_search(name, batch, simulations), seconds=seconds, repeats=repeats)
         out[name] = {"sims_per_s": mine, "mctx_sims_per_s": theirs, "ratio": mine / theirs}
     return out
 
@@ -485,7 +485,7 @@ def bench_gumbel(seconds: float, repeats: int) -> dict:
     are the same), and Gumbel with sigma's Q min-max normalised (`rescale_q`, the gomoku
     preset's) against plain sigma at the same c_scale. The network is untrained: with a
     trained one rescale_q's values steer the walks more and cost more (docs/benchmarks.md)."""
-    from .search.network_search import NetworkSearch
+    from .network_search import NetworkSearch
 
     config, game, net = _learner_parts()
     batch, sims = config.selfplay.games, 32

@@ -1,29 +1,16 @@
-"""Leaf evaluators: a random rollout to the end of the game (here) and the network (azero.network)."""
+"""The random-rollout leaf evaluator: each leaf played out to the end with uniformly random moves
+(the network's evaluator is azero.network.NetworkEvaluator)."""
 
 from __future__ import annotations
-
-import contextlib
 
 import torch
 
 from games import Game, State
-from games.random import fold
+from games.keyed_random import fold
+
+from ..threads import one_thread_if
 
 ONE_THREAD_ROLLOUTS = 256  # batches of rollouts up to this size run on one CPU thread
-
-
-@contextlib.contextmanager
-def one_thread_if(condition: bool):
-    """torch's intra-op threads set to one for the block, if `condition` (process-wide while it runs)."""
-    before = torch.get_num_threads()
-    change = condition and before != 1
-    if change:
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        if change:
-            torch.set_num_threads(before)
 
 
 class RolloutEvaluator:
