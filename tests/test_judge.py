@@ -205,3 +205,93 @@ def test_judge_script_reports_each_player_and_refuses_bad_input():
                                  ("--batch", "10000000", "1..65,536")):
         bad = run_here("judge.py", "--game", "tictactoe", "--player", "random", flag, value)
         assert bad.returncode == 2 and f"{flag} must be in {allowed}" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# -- Pons' test sets (scripts/judge.py --pons) ---------------------------------------------------------------
+
+
+def write_pons_sets(folder: Path) -> dict[str, list[tuple[str, int]]]:
+    """The published lines above as Pons set files, a set per stage and difficulty they come from."""
+    sets = {"Test_L3_R1": PONS[0:2], "Test_L2_R1": PONS[2:4], "Test_L2_R2": PONS[4:6], "Test_L1_R1": PONS[6:12],
+            "Test_L1_R2": PONS[12:16], "Test_L1_R3": PONS[16:18]}
+    for name, lines in sets.items():
+        (folder / name).write_text("".join(f"{moves} {score}\n" for moves, score in lines))
+    return sets
+
+
+@needs_bitbully
+def test_pons_sets_report_error_rates_as_alphazero_jl_counts_them(tmp_path):
+    """An error is a move whose value (win, draw, loss) is worse than the best move's: the exact
+    player makes none, and a player's errors are the positions where its move loses value."""
+    sets = write_pons_sets(tmp_path)
+    from azero.judge import read_pons_set
+
+    positions, scores = read_pons_set(CONNECT4, tmp_path / "Test_L1_R1")
+    assert positions.batch_size == 6 and scores.tolist() == [score for _, score in PONS[6:12]]
+    assert torch.equal(positions.board, play_all(CONNECT4, [moves for moves, _ in PONS[6:12]]).board)
+    out = run("--game", "connect4", "--pons", str(tmp_path), "--player", "perfect", "--player", "random", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [row["set"] for row in rows] == ["Test_L1_R1", "Test_L1_R2", "Test_L1_R3", "Test_L2_R1", "Test_L2_R2",
+                                            "Test_L3_R1"] * 2
+    perfect, random = rows[:6], rows[6:]
+    assert all(row["errors"] == 0 and row["error_rate"] == 0.0 for row in perfect)
+    oracle = ConnectFourOracle()
+    for row in random:  # the random player's errors, counted again here from the solver's move values
+        states, _ = read_pons_set(CONNECT4, tmp_path / row["set"])
+        player = make("random", CONNECT4, seed=0)
+        from azero.judge import PLAYER_KEYS
+        from games.keyed_random import fold, make_keys
+
+        action = player.act(states, keys=fold(make_keys(0, states.batch_size), PLAYER_KEYS))
+        values = oracle.move_values(states)
+        worse = values.gather(1, action.unsqueeze(1)).squeeze(1) < oracle.values(states)
+        assert row["errors"] == int(worse.sum()) and row["positions"] == len(sets[row["set"]])
+    assert sum(row["errors"] for row in random) > 0  # (the count is not trivially zero)
+    text = run_here("judge.py", "--game", "connect4", "--pons", str(tmp_path), "--player", "perfect")
+    assert "Test_L1_R3  beginning, hard" in text.stdout and "0.0%" in text.stdout
+
+
+@needs_bitbully
+def test_a_damaged_pons_set_is_one_clear_error(tmp_path):
+    write_pons_sets(tmp_path)
+    cases = [("4453 -2 7\n", "line 1: expected the columns played and a score"),
+             ("44444444 0\n", "line 1: move 7 (4) is not legal there"),
+             ("4455667 0\n4453x 1\n", "line 2: expected the columns played and a score"),
+             ("1212121 0\n", "line 1: the game is over in that position"),
+             ("13712 -3\n", "the set gives it -1 for the player to move, bitbully +1"),
+             ("", "no positions")]
+    for text, message in cases:
+        (tmp_path / "Test_L1_R1").write_text(text)
+        out = run_here("judge.py", "--game", "connect4", "--pons", str(tmp_path), "--player", "random")
+        assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr, (text, out.stderr)
+    for args, message in ((["--pons", str(tmp_path / "nowhere")], "not a folder"),
+                          (["--pons", str(SCRIPTS)], "no Pons test set there"),
+                          (["--pons-limit", "5"], "--pons-limit needs --pons")):
+        out = run_here("judge.py", "--game", "connect4", "--player", "random", *args)
+        assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr, (args, out.stderr)
+    out = run_here("judge.py", "--game", "tictactoe", "--pons", str(tmp_path), "--player", "random")
+    assert out.returncode == 2 and "positions of 6x7 Connect Four" in out.stderr
+
+
+def play_all(game, lines: list[str]):
+    from games import State
+
+    return State.cat([play(game, moves) for moves in lines])
+
+
+def test_the_policy_player_plays_the_networks_most_probable_legal_move(tmp_path):
+    """policy:CHECKPOINT: no search, the argmax of the network's prior over the legal moves."""
+    from azero.network import NetworkEvaluator
+    from azero.players.policy import PolicyPlayer
+    from networks import small_net
+
+    game = TICTACTOE
+    net = small_net(game)
+    states = judge_positions(game, 40, min_plies=0, max_plies=6)
+    player = PolicyPlayer(game, net)
+    prior, _ = NetworkEvaluator(net.eval(), game, precision="float32")(states)
+    action = player.act(states)
+    assert game.legal_mask(states).gather(1, action.unsqueeze(1)).all()
+    assert torch.equal(prior.gather(1, action.unsqueeze(1)).squeeze(1), prior.max(dim=1).values)
+    assert torch.equal(player.act(states), action)  # deterministic

@@ -27,7 +27,7 @@ from games import Game
 from games.options import Option
 
 from ..errors import USER_ERRORS, UserError
-from . import az, flatmc, perfect, random_player, uct, zoo
+from . import az, flatmc, perfect, policy, random_player, uct, zoo
 from .base import Player
 from .gtp_player import make_gtp_player
 from .pbrain_player import make_pbrain_player
@@ -59,6 +59,8 @@ REGISTRY: dict[str, PlayerEntry] = {entry.name: entry for entry in (
                 "the BitBully solver for 6x7 Connect Four (pip install -e '.[yardsticks]')",
                 perfect.ARGUMENT, perfect.OPTIONS),
     PlayerEntry("az", az.build, "a trained network with PUCT or Gumbel AlphaZero search", az.ARGUMENT, az.OPTIONS),
+    PlayerEntry("policy", policy.build, "a trained network's most probable legal move, no search (the network "
+                "alone)", policy.ARGUMENT, policy.OPTIONS),
     PlayerEntry("zoo", zoo.build, "a network of the model zoo shipped with azero (azero zoo lists them), searched "
                 "as its card says unless options say otherwise (az's options)", zoo.ARGUMENT, az.OPTIONS),
     PlayerEntry("human", _human, "you, in play.py; not in matches between programs"),
