@@ -319,6 +319,8 @@ class Run:
         self.saved_iteration = 0  # the iteration latest.pt holds
         self.positions = 0
         self.elapsed = 0.0  # seconds of training over all sessions
+        self.sitting = 0  # the number of this session (sitting) of the run: 1 for the command that began it
+        self.budget_hours: float | None = None  # the run's total training time, as its last --hours gave it
         self.evaluation_pause = 0.0  # seconds the last iteration waited for its evaluation
         self.evaluation_seconds = 0.0  # of `elapsed`, the seconds spent waiting for evaluations
         self.source = LocalSelfPlay(self)  # where samples come from; use_source() puts another
@@ -365,6 +367,9 @@ class Run:
         self.iteration = int(data["iteration"])
         self.positions = int(data["positions"])
         self.elapsed = float(data["elapsed"])
+        self.sitting = int(data.get("sittings", max((int(record.get("charts/sitting", 1)) for record in
+                                                     read_metrics(self.dir)), default=1)))
+        self.budget_hours = data.get("budget_hours")
         restore(self.buffer, self.dir / "replay", up_to=self.iteration, positions=self.positions)
         records = self._truncate_metrics()
         if "evaluation_seconds" in data:
@@ -421,6 +426,8 @@ class Run:
             positions=self.positions,
             elapsed=self.elapsed,
             evaluation_seconds=self.evaluation_seconds,
+            sittings=self.sitting,
+            budget_hours=self.budget_hours,
         )
         if self.iteration % self.config.run.keep_every == 0:
             atomic_save(network_checkpoint(self.net, self.game, self.iteration, search=self.config.to_dict()["search"]),
@@ -489,6 +496,7 @@ class Run:
             "charts/positions": self.positions,
             "charts/gradient_steps": self.trainer.steps,
             "charts/hours": self.elapsed / 3600,
+            "charts/sitting": self.sitting,
             "seconds": time.perf_counter() - started,
         })
         record.update(system_load(record["seconds"], time.process_time() - cpu_started))
@@ -549,9 +557,11 @@ def _stop_on_sigterm(signum, frame):
 
 
 def train(config: Config | None, run_dir: Path | None, *, minutes: float | None = None,
-          iterations: int | None = None, progress: bool = True, command: list[str] | None = None, log=print,
-          source=None) -> Path:
-    """Run (or resume) training until the budget ends; returns the run folder. Stopped by Ctrl-C or
+          iterations: int | None = None, hours: float | None = None, progress: bool = True,
+          command: list[str] | None = None, log=print, source=None) -> Path:
+    """Run (or resume) training until the budget ends; returns the run folder. The budget: `minutes`
+    of this call (a sitting), `iterations` and `hours` of the run in all (every sitting's training
+    time counted, as charts/hours reports it); whichever ends first. Stopped by Ctrl-C or
     SIGTERM, it keeps the last finished iteration, says so, and raises errors.Stopped (the command
     exits 130 or 143). The run folder is locked for the whole call (azero/folder_lock.py).
 
@@ -561,11 +571,11 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
     config, run_dir, resuming, before, lock = open_run(config, run_dir, command or sys.argv)
     with lock:
         return _train_locked(config, run_dir, resuming, before, minutes=minutes, iterations=iterations,
-                             progress=progress, log=log, source=source)
+                             hours=hours, progress=progress, log=log, source=source)
 
 
 def _train_locked(config: Config, run_dir: Path, resuming: bool, before: set[str] | None, *, minutes, iterations,
-                  progress, log, source) -> Path:
+                  hours, progress, log, source) -> Path:
     try:
         run = Run(config, run_dir, progress=progress, log=log)
     except Exception as error:
@@ -576,8 +586,15 @@ def _train_locked(config: Config, run_dir: Path, resuming: bool, before: set[str
                     else "nothing was kept")
             raise UserError(f"cannot set up the run's files: {_os_problem(error)}; {then}") from None
         raise
+    run.sitting += 1
+    if hours is None:  # the budget an earlier sitting gave, kept with the run
+        hours = run.budget_hours
+    run.budget_hours = hours
     if resuming:
-        log(f"resuming {run_dir} at iteration {run.iteration} ({run.positions} positions, buffer {len(run.buffer)})")
+        log(f"resuming {run_dir} at iteration {run.iteration} ({run.positions} positions, buffer {len(run.buffer)}, "
+            f"{run.elapsed / 3600:.2f} h of training), sitting {run.sitting}")
+        if hours is not None and run.elapsed >= hours * 3600:
+            log(f"the run's budget of {hours:g} hours is spent; nothing to do (give a larger --hours to go on)")
     else:
         log(f"new run in {run_dir}")
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
@@ -590,11 +607,11 @@ def _train_locked(config: Config, run_dir: Path, resuming: bool, before: set[str
             run.use_source(source(run))
         while iterations is None or run.iteration < iterations:
             spent = time.monotonic() - session_start
-            if minutes is not None and spent >= minutes * 60:
+            if (minutes is not None and spent >= minutes * 60) or (hours is not None and run.elapsed >= hours * 3600):
                 break
-            last = (iterations is not None and run.iteration + 1 >= iterations) or (
-                minutes is not None and spent + 2 * last_duration >= minutes * 60
-            )
+            last = ((iterations is not None and run.iteration + 1 >= iterations)
+                    or (minutes is not None and spent + 2 * last_duration >= minutes * 60)
+                    or (hours is not None and run.elapsed + 2 * last_duration >= hours * 3600))
             began = time.monotonic()
             record = run.iteration_step(last=last)
             # An evaluation makes its iteration long; counting it would make every later

@@ -32,9 +32,36 @@ def read_elo(run_dir: Path) -> list[tuple[float, float, float, float]]:
     return points
 
 
-def elo_svg(points: list[tuple[float, float, float, float]], title: str, width: int = 640, height: int = 360) -> str:
-    """Elo against training minutes of one run (points as `read_elo` gives), with its 95% band."""
-    sx, sy, parts, _ = _axes(points, title, width, height, right=20)
+def read_sittings(run_dir: Path) -> list[float]:
+    """The training minutes at which each sitting after the first began (a run resumed with
+    --run-dir): the run's clock at the last iteration of the sitting before."""
+    starts, previous = [], None
+    for record in read_metrics(run_dir):
+        sitting, hours = record.get("charts/sitting"), record.get("charts/hours")
+        if not isinstance(sitting, int) or not isinstance(hours, (int, float)) or not math.isfinite(hours):
+            continue
+        if previous is not None and sitting != previous[0]:
+            starts.append(previous[1] * 60)
+        previous = (sitting, hours)
+    return [minutes for minutes in starts if abs(minutes) <= PLOT_LIMIT]
+
+
+HOURS_FROM = 180  # a run longer than this many minutes is drawn against hours
+
+
+def elo_svg(points: list[tuple[float, float, float, float]], title: str, width: int = 640, height: int = 360,
+            sittings: list[float] = ()) -> str:
+    """Elo against training time of one run (points as `read_elo` gives, minutes first), with its 95%
+    band; `sittings`: the minutes where the run was resumed (`read_sittings`), drawn as dashed lines.
+    Runs longer than HOURS_FROM minutes are drawn against hours."""
+    unit = "hours" if max(p[0] for p in points) > HOURS_FROM else "minutes"
+    if unit == "hours":
+        points = [(p[0] / 60, *p[1:]) for p in points]
+        sittings = [minutes / 60 for minutes in sittings]
+    sx, sy, parts, _ = _axes(points, title, width, height, right=20, x_name=f"training {unit}")
+    for x in sittings:
+        parts.append(f'<line x1="{sx(x):.1f}" x2="{sx(x):.1f}" y1="40" y2="{height - 45}" stroke="#999" '
+                     'stroke-dasharray="2 4"><title>resumed</title></line>')
     band = [f"{sx(p[0]):.1f},{sy(p[3]):.1f}" for p in points] + [f"{sx(p[0]):.1f},{sy(p[2]):.1f}"
                                                                  for p in reversed(points)]
     parts.append(f'<polygon points="{" ".join(band)}" fill="#3498db" fill-opacity="0.2"/>')
@@ -46,8 +73,8 @@ def elo_svg(points: list[tuple[float, float, float, float]], title: str, width: 
     return "\n".join(parts) + "\n"
 
 
-def _axes(points, title: str, width: int, height: int, *, right: int):
-    """The picture's frame for `points` (minutes, elo, low, high): the x and y scales (data to
+def _axes(points, title: str, width: int, height: int, *, right: int, x_name: str = "training minutes"):
+    """The picture's frame for `points` (time, elo, low, high): the x and y scales (data to
     pixels), the SVG parts so far (title, grid at round values, axis labels, the zero line) and
     the plot's right edge. The y range always shows 0 and 100 Elo."""
     left, top, bottom = 60, 40, 45
@@ -74,7 +101,7 @@ def _axes(points, title: str, width: int, height: int, *, right: int):
         parts.append(f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:g}</text>')
     for x in nice_ticks(0.0, x_max):
         parts.append(f'<text x="{sx(x):.1f}" y="{height - bottom + 16}" text-anchor="middle">{x:g}</text>')
-    parts.append(f'<text x="{middle}" y="{height - 8}" text-anchor="middle">training minutes</text>')
+    parts.append(f'<text x="{middle}" y="{height - 8}" text-anchor="middle">{x_name}</text>')
     parts.append(f'<text x="16" y="{height / 2}" text-anchor="middle" transform="rotate(-90 16 {height / 2})">'
                  'Elo (first ladder rung = 0)</text>')
     parts.append(f'<line x1="{left}" x2="{plot_right}" y1="{sy(0):.1f}" y2="{sy(0):.1f}" stroke="#999" '

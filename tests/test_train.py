@@ -117,6 +117,31 @@ def test_evaluations_keep_to_their_share_of_the_run(tmp_path):
     assert total <= latest(run_dir)["evaluation_seconds"] < total + 1.0
 
 
+def test_a_long_run_in_sittings_keeps_its_total_budget_and_its_plot_marks_each_resume(tmp_path):
+    """--hours is the run's training time in all sittings, kept with the run; --minutes one sitting's."""
+    from azero.plot import elo_svg, read_elo, read_sittings
+
+    run_dir = tmp_path / "run"
+    out = train(*TINY, "--hours", "1e-6", "--run-dir", str(run_dir))  # spent by the first iteration
+    assert out.returncode == 0, out.stderr
+    assert [r["iteration"] for r in metrics(run_dir)] == [1] and latest(run_dir)["budget_hours"] == 1e-6
+    out = train("--run-dir", str(run_dir))  # the budget came along: nothing to do
+    assert out.returncode == 0 and "budget of 1e-06 hours is spent" in out.stdout, out.stdout + out.stderr
+    assert len(metrics(run_dir)) == 1
+    out = train("--run-dir", str(run_dir), "--hours", "5", "--iterations", "3")  # a larger budget: on it goes
+    assert out.returncode == 0 and "sitting 2" in out.stdout, out.stderr  # (the one that trained nothing left no mark)
+    records = metrics(run_dir)
+    assert [(r["iteration"], r["charts/sitting"]) for r in records] == [(1, 1), (2, 2), (3, 2)]
+    assert latest(run_dir)["budget_hours"] == 5 and latest(run_dir)["sittings"] == 2
+    assert read_sittings(run_dir) == [records[0]["charts/hours"] * 60]
+    svg = elo_svg(read_elo(run_dir), "run", sittings=read_sittings(run_dir))
+    assert svg.count("<title>resumed</title>") == 1 and "training minutes" in svg
+    long_run = [(minutes, 10.0, 0.0, 20.0) for minutes in (60.0, 600.0)]
+    assert "training hours" in elo_svg(long_run, "a day", sittings=[170.0])
+    bad = run_here("train.py", "--run-dir", str(run_dir), "--hours", "0")
+    assert bad.returncode == 2 and "--hours must be above 0" in bad.stderr
+
+
 def test_ctrl_c_stops_cleanly_and_says_how_to_continue(tmp_path):
     run_dir = tmp_path / "run"
     process = subprocess.Popen([sys.executable, str(REPO / "scripts" / "train.py"), *TINY, "--run-dir", str(run_dir)],

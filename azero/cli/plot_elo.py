@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..checkpoint import atomic_write_text
 from ..errors import UserError, cli_entry
-from ..plot import elo_svg, read_elo
+from ..plot import elo_svg, read_elo, read_sittings
 from . import writable_folder_problem
 
 
@@ -18,7 +18,7 @@ def main(argv=None) -> int:
     parser.add_argument("-o", "--output", type=Path, help="the SVG file to write (default: RUN_DIR/elo.svg)")
     parser.add_argument("--title", help="picture title (default: the run folder's name)")
     args = parser.parse_args(argv)
-    svg = elo_svg(read_elo(args.run_dir), args.title or args.run_dir.name)
+    svg = elo_svg(read_elo(args.run_dir), args.title or args.run_dir.name, sittings=read_sittings(args.run_dir))
     output = args.output or args.run_dir / "elo.svg"
     problem = writable_folder_problem(str(output.parent))
     if problem:

@@ -27,6 +27,8 @@ def main(argv=None) -> int:
         epilog="Examples: train.py --game gomoku | train.py --game tictactoe --minutes 5 | "
         "train.py --game gomoku --set search.simulations=128 --set network.blocks=6 | "
         "train.py --run-dir runs/gomoku-20261122-150000 (resume) | "
+        "train.py --game gomoku15 --hours 24 --minutes 170 (a long run: then --run-dir RUN --minutes 170 each "
+        "sitting) | "
         "train.py --game gomoku --ray (self-play on Ray actors) | "
         "train.py --game gomoku --ray-address auto --actors 32 (on a Ray cluster). "
         "See every config key with --help-config. "
@@ -44,8 +46,11 @@ def main(argv=None) -> int:
                         "and --game/--config/--set/--device/--seed given with it must agree with that config "
                         "(default: runs/GAME-TIME)")
     budget = parser.add_mutually_exclusive_group()
-    budget.add_argument("--minutes", type=float, help="stop after this many minutes (this session)")
+    budget.add_argument("--minutes", type=float, help="stop after this many minutes (this sitting)")
     budget.add_argument("--iterations", type=int, help="stop once the run has completed this many iterations in all")
+    parser.add_argument("--hours", type=float, help="stop once the run has trained this many hours in all, over "
+                        "every sitting; kept with the run, so a resumed run stops there too unless --hours says "
+                        "otherwise (with --minutes: a long run in sittings, e.g. --hours 24 --minutes 170)")
     parser.add_argument("--device", type=torch_device, help="torch device, cpu or cuda (overrides run.device)")
     parser.add_argument("--seed", type=int, help="random seed (overrides run.seed)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (log lines only)")
@@ -79,6 +84,8 @@ def main(argv=None) -> int:
     if args.minutes is not None and not 0 < args.minutes <= MAX_MINUTES:
         parser.error(f"--minutes must be above 0 and at most {MAX_MINUTES:,} (about two years; without a budget a "
                      "run trains until stopped)")
+    if args.hours is not None and not 0 < args.hours <= MAX_MINUTES / 60:
+        parser.error(f"--hours must be above 0 and at most {MAX_MINUTES // 60:,}")
     if args.iterations is not None and not 1 <= args.iterations <= MAX_ITERATIONS:
         parser.error(f"--iterations must be in 1..{MAX_ITERATIONS:,} (without a budget a run trains until stopped)")
     use_ray = args.ray or args.ray_address is not None
@@ -100,7 +107,7 @@ def main(argv=None) -> int:
             parser.error("give --game NAME (a preset in configs/) or --config PATH, or --run-dir of a run to resume")
         config = chosen_config()
     if not use_ray:
-        train(config, args.run_dir, minutes=args.minutes, iterations=args.iterations,
+        train(config, args.run_dir, minutes=args.minutes, iterations=args.iterations, hours=args.hours,
               progress=not args.no_progress, command=[sys.executable, *sys.argv])
         return 0
     from ..distributed.cluster import connect, disconnect
@@ -109,7 +116,7 @@ def main(argv=None) -> int:
     try:
         from ..distributed.source import RaySelfPlay
 
-        train(config, args.run_dir, minutes=args.minutes, iterations=args.iterations,
+        train(config, args.run_dir, minutes=args.minutes, iterations=args.iterations, hours=args.hours,
               progress=not args.no_progress, command=[sys.executable, *sys.argv],
               source=lambda run: RaySelfPlay(run, actors=args.actors, actor_device=args.actor_device or "cpu"))
     finally:
