@@ -269,12 +269,23 @@ def game_from_args(game_spec: str | None, checkpoint: str | None) -> Game:
     return games.make_from_spec(game_spec)
 
 
-def zoo_player(game: Game) -> str:
-    """The spec of the zoo network that plays `game` (play.py without --checkpoint or --opponent);
-    UserError naming the zoo's networks if none does."""
+def zoo_player(game: Game, instead: str = "--checkpoint PATH or --opponent SPEC") -> str:
+    """The spec of the zoo network that plays `game` (a command given no checkpoint or player);
+    UserError naming the zoo's networks if none does, and what to give `instead`."""
     entry = zoo.for_game(game)
     if entry is None:
         listed = "; ".join(f"{e.name} ({e.card['game']})" for e in zoo.entries()) or "none"
-        raise UserError(f"no zoo network plays {game.spec}: give --checkpoint PATH or --opponent SPEC "
-                        f"(zoo networks: {listed})")
+        raise UserError(f"no zoo network plays {game.spec}: give {instead} (zoo networks: {listed})")
     return f"zoo:{entry.name}"
+
+
+def zoo_engine_maker(instead: str, **options) -> Callable[[Game], Engine]:
+    """engine_maker for a protocol engine given no checkpoint or player: each game it is asked to
+    play (a Piskvork START, a GTP boardsize) gets the zoo's network of that game, or a UserError."""
+
+    def make(game: Game) -> Engine:
+        engine = Engine(game, zoo_player(game, instead), **options)
+        settle_memory()
+        return engine
+
+    return make

@@ -87,3 +87,19 @@ def test_play_with_only_a_game_plays_its_zoo_network():
     refused = run_here("play.py", "--game", "gomoku:size=11,k=5")
     assert refused.returncode != 0 and "no zoo network plays gomoku:size=11" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_the_gomocup_brain_and_the_gtp_engine_play_the_zoo_network_when_given_no_player():
+    """pbrain.py alone plays the zoo network of the board a manager starts, and refuses (one ERROR
+    line, still serving) a board the zoo has none for; gtp.py --game alone does the same for GTP."""
+    out = subprocess.run([sys.executable, str(SCRIPTS / "pbrain.py"), "--sims", "16"],
+                         input="START 15\nSTART 8\nBEGIN\nABOUT\nEND\n", capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("ERROR no zoo network plays gomoku:size=15") and "gomoku8" in lines[0]
+    assert lines[1] == "OK" and len(lines[2].split(",")) == 2  # START 8, then its move
+    assert "Traceback" not in out.stderr
+    refused = run_here("gtp.py", "--game", "go:size=7,komi=7.5")
+    assert refused.returncode == 2 and "no zoo network plays go:size=7" in refused.stderr
+    refused = run_here("gtp.py")
+    assert refused.returncode == 2 and "--game SPEC alone (the model zoo's network for it)" in refused.stderr

@@ -11,17 +11,18 @@ from . import protocol_streams, torch_device, writable_folder_problem
 @cli_entry
 def main(argv=None) -> int:
     from ..protocols.gtp import GTPEngine, serve
-    from ..session import engine_maker, game_from_args
+    from ..session import engine_maker, game_from_args, zoo_engine_maker
     from ..wire.gtp_text import check_game
 
     parser = argparse.ArgumentParser(
         prog="gtp.py",
         description="A Go or Othello engine speaking GTP version 2 on stdin/stdout (for GoGui, Sabaki, Quarry, "
-        "GNU Go's twogtp, our match runner...). Give a trained checkpoint, or a game and any player spec.",
+        "GNU Go's twogtp, our match runner...). Give a trained checkpoint, or a game and any player spec, or a game "
+        "alone to play the model zoo's network for it (azero zoo lists them).",
         epilog="Examples: --game go:size=9 --player uct:2000;  --game othello --player uct:1000;  "
         "--checkpoint runs/othello/latest.pt --sims 400",
     )
-    who = parser.add_mutually_exclusive_group(required=True)
+    who = parser.add_mutually_exclusive_group()
     who.add_argument("--checkpoint", help="a Go or Othello checkpoint (plays its own board size and komi only)")
     who.add_argument("--player", metavar="SPEC", help="any player spec, e.g. uct:2000 (needs --game)")
     parser.add_argument("--game", metavar="SPEC", help="go:size=9,komi=7.5 or othello (boardsize may change the size)")
@@ -35,6 +36,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.player and not args.game:
         parser.error("--player needs --game, e.g. --game go:size=9 or --game othello")
+    if not args.player and not args.checkpoint and not args.game:
+        parser.error("give --checkpoint PATH, --game SPEC with --player SPEC, or --game SPEC alone (the model "
+                     "zoo's network for it)")
     if args.resign_threshold is not None and not 0 <= args.resign_threshold < 1:
         parser.error("--resign-threshold is a win-rate in [0, 1)")
     for name in ("sims", "seconds"):
@@ -47,8 +51,12 @@ def main(argv=None) -> int:
     if problem:
         parser.error(f"--sgf {args.sgf}: {problem}")
 
-    make_engine = engine_maker(args.player, checkpoint=args.checkpoint, simulations=args.sims, seconds=args.seconds,
-                               device=args.device, seed=args.seed)
+    if args.checkpoint or args.player:
+        make_engine = engine_maker(args.player, checkpoint=args.checkpoint, simulations=args.sims,
+                                   seconds=args.seconds, device=args.device, seed=args.seed)
+    else:  # the zoo's network of each board size and komi the controller sets
+        make_engine = zoo_engine_maker("--checkpoint PATH or --player SPEC", simulations=args.sims,
+                                       seconds=args.seconds, device=args.device, seed=args.seed)
     # GTPEngine makes the first engine at once, so a bad player spec or checkpoint is reported now,
     # not at the first genmove
     engine = GTPEngine(game, make_engine, fixed=bool(args.checkpoint), resign_threshold=args.resign_threshold,

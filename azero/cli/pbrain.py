@@ -13,15 +13,16 @@ def main(argv=None) -> int:
     from ..checkpoint import load_checkpoint
     from ..errors import USER_ERRORS, UserError
     from ..protocols.piskvork import serve
-    from ..session import engine_maker
+    from ..session import engine_maker, zoo_engine_maker
     from ..wire.piskvork_text import brain_game, check_brain_game
 
     parser = argparse.ArgumentParser(
         prog="pbrain.py",
         description="A gomoku brain speaking the Piskvork (Gomocup) protocol on stdin/stdout: START, RECTSTART, "
-        "RESTART, BEGIN, TURN, BOARD, INFO, TAKEBACK, PLAY, END, ABOUT. Give a trained checkpoint or any player spec.",
+        "RESTART, BEGIN, TURN, BOARD, INFO, TAKEBACK, PLAY, END, ABOUT. Give a trained checkpoint or any player spec; with neither, each game is played by the model "
+        "zoo's network for its board (azero zoo lists them).",
     )
-    who = parser.add_mutually_exclusive_group(required=True)
+    who = parser.add_mutually_exclusive_group()
     who.add_argument("--checkpoint", help="a gomoku checkpoint (plays its own board size only)")
     who.add_argument("--player", metavar="SPEC", help="any player spec, e.g. uct:2000 (plays every size 5..19; "
                      "the budget it states holds, the manager's clock bounds it)")
@@ -41,11 +42,17 @@ def main(argv=None) -> int:
         except UserError:
             parser.error(f"{args.checkpoint} is a checkpoint of {fixed.spec}, not of five-in-a-row gomoku")
 
-    make_engine = engine_maker(args.player, checkpoint=args.checkpoint, simulations=args.sims, device=args.device,
-                               seed=args.seed)
+    if args.checkpoint or args.player:
+        make_engine = engine_maker(args.player, checkpoint=args.checkpoint, simulations=args.sims,
+                                   device=args.device, seed=args.seed)
+        first_game = fixed or brain_game(15, 15, False)
+    else:  # the zoo's networks, one for each board a manager starts
+        make_engine = zoo_engine_maker("--checkpoint PATH or --player SPEC", simulations=args.sims,
+                                       device=args.device, seed=args.seed)
+        first_game = zoo_brain_game(parser)
     # the first engine is made now, for the game a manager most likely starts (the checkpoint's own,
-    # or 15 x 15), so a bad player spec or budget is an error here and not at every START
-    first_game = fixed or brain_game(15, 15, False)
+    # 15 x 15, or a board the zoo has a network for), so a bad player spec or budget is an error here
+    # and not at every START
     try:
         made = [(first_game, make_engine(first_game))]
     except USER_ERRORS as error:
@@ -58,3 +65,23 @@ def main(argv=None) -> int:
         return make_engine(game)
 
     return serve(engine_for, *protocol_streams(), fixed=fixed)
+
+
+def zoo_brain_game(parser):
+    """The brain game of the zoo's gomoku network for the largest board (15 x 15 where it has one),
+    or a parser error saying the zoo has none."""
+    from .. import zoo
+    from ..errors import UserError
+    from ..wire.piskvork_text import check_brain_game
+
+    playable = []
+    for entry in zoo.entries():
+        try:
+            check_brain_game(entry.game)
+        except UserError:
+            continue
+        playable.append(entry.game)
+    if not playable:
+        parser.error("the model zoo has no five-in-a-row gomoku network; give --checkpoint PATH or --player SPEC")
+    return max(playable, key=lambda game: game.num_actions)
+
