@@ -19,8 +19,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="pbrain.py",
         description="A gomoku brain speaking the Piskvork (Gomocup) protocol on stdin/stdout: START, RECTSTART, "
-        "RESTART, BEGIN, TURN, BOARD, INFO, TAKEBACK, PLAY, END, ABOUT. Give a trained checkpoint or any player spec; with neither, each game is played by the model "
-        "zoo's network for its board (azero zoo lists them).",
+        "RESTART, BEGIN, TURN, BOARD, INFO, TAKEBACK, PLAY, END, ABOUT. Give a trained checkpoint or any player "
+        "spec; with neither, each game is played by the model zoo's network for its board (azero zoo lists them).",
     )
     who = parser.add_mutually_exclusive_group()
     who.add_argument("--checkpoint", help="a gomoku checkpoint (plays its own board size only)")
