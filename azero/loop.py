@@ -57,6 +57,7 @@ from .search import memory
 from .search.tree import node_bytes
 from .selfplay import Samples, SelfPlay, stored_fields, tree_nodes
 from .trainer import Trainer, TrainingDiverged, autocast_dtype
+from .warm_start import read_initial_network, start_network
 
 REPO = Path(__file__).resolve().parent.parent  # the source checkout, when azero runs from one
 
@@ -558,7 +559,7 @@ def _stop_on_sigterm(signum, frame):
 
 def train(config: Config | None, run_dir: Path | None, *, minutes: float | None = None,
           iterations: int | None = None, hours: float | None = None, progress: bool = True,
-          command: list[str] | None = None, log=print, source=None) -> Path:
+          command: list[str] | None = None, log=print, source=None, init_from: str | None = None) -> Path:
     """Run (or resume) training until the budget ends; returns the run folder. The budget: `minutes`
     of this call (a sitting), `iterations` and `hours` of the run in all (every sitting's training
     time counted, as charts/hours reports it); whichever ends first. Stopped by Ctrl-C or
@@ -566,18 +567,32 @@ def train(config: Config | None, run_dir: Path | None, *, minutes: float | None 
     exits 130 or 143). The run folder is locked for the whole call (azero/folder_lock.py).
 
     `source(run)`, when given, builds the run's source of samples (azero/distributed/'s actors);
-    by default self-play runs in this process.
+    by default self-play runs in this process. `init_from`: a checkpoint (or zoo network) whose
+    network a new run starts from (azero/warm_start.py), checked before the run folder is made.
     """
+    weights = None
+    if init_from is not None:
+        if run_dir is not None and (run_dir / "config.toml").exists():
+            raise UserError(f"--init-from starts a new run, and {run_dir} is a run already: resume it without "
+                            "--init-from, or give a new --run-dir")
+        if config is None:
+            raise UserError("--init-from needs the new run's --game or --config")
+        weights = read_initial_network(config, init_from)
     config, run_dir, resuming, before, lock = open_run(config, run_dir, command or sys.argv)
     with lock:
         return _train_locked(config, run_dir, resuming, before, minutes=minutes, iterations=iterations,
-                             hours=hours, progress=progress, log=log, source=source)
+                             hours=hours, progress=progress, log=log, source=source, weights=weights)
 
 
 def _train_locked(config: Config, run_dir: Path, resuming: bool, before: set[str] | None, *, minutes, iterations,
-                  hours, progress, log, source) -> Path:
+                  hours, progress, log, source, weights=None) -> Path:
     try:
         run = Run(config, run_dir, progress=progress, log=log)
+        if weights is not None:
+            start_network(run.net, run.trainer.model, weights)
+            record = json.loads((run_dir / "provenance.json").read_text())
+            atomic_write_text(run_dir / "provenance.json", json.dumps({**record, "init_from": weights.origin},
+                                                                      indent=2) + "\n")
     except Exception as error:
         if not resuming:
             _discard(run_dir, before)
@@ -596,7 +611,8 @@ def _train_locked(config: Config, run_dir: Path, resuming: bool, before: set[str
         if hours is not None and run.elapsed >= hours * 3600:
             log(f"the run's budget of {hours:g} hours is spent; nothing to do (give a larger --hours to go on)")
     else:
-        log(f"new run in {run_dir}")
+        log(f"new run in {run_dir}" + (f", its network from {weights.origin['source']} (iteration "
+                                       f"{weights.origin['iteration']} of {weights.origin['game']})" if weights else ""))
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     # a new run that fails before its first checkpoint leaves no folder (a full disk, a stop keep it, to continue)
     failed = False

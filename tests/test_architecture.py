@@ -171,6 +171,7 @@ LAYERS = (
     ("azero.players", 4), ("azero.arena", 4), ("azero.ladder", 4),
     ("azero.network_search", 3), ("azero.selfplay", 3), ("azero.replay", 3), ("azero.trainer", 3),
     ("azero.network", 2), ("azero.checkpoint", 2), ("azero.config", 2), ("azero.config_docs", 2),
+    ("azero.warm_start", 2),
     ("azero.zoo", 2),
     ("azero.search", 1), ("azero.wire", 1), ("azero.quantized", 1), ("azero.elo", 1), ("azero.solver", 1),
     ("azero.reference", 1), ("azero.plot", 1), ("azero.svg", 1), ("azero.tabular", 1), ("azero.errors", 1),

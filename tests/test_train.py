@@ -142,6 +142,31 @@ def test_a_long_run_in_sittings_keeps_its_total_budget_and_its_plot_marks_each_r
     assert bad.returncode == 2 and "--hours must be above 0" in bad.stderr
 
 
+def test_a_new_run_starts_from_another_runs_network_and_says_so(tmp_path):
+    """--init-from: the network's weights (not the optimizer, buffer or clock) of another run."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    out = train(*TINY, "--iterations", "1", "--run-dir", str(first))
+    assert out.returncode == 0, out.stderr
+    untrained = tiny_args({"train.min_replay": 10000})  # (its first iteration trains nothing)
+    out = train(*untrained, "--iterations", "1", "--run-dir", str(second), "--init-from", str(first / "latest.pt"))
+    assert out.returncode == 0, out.stderr
+    assert f"its network from {first / 'latest.pt'} (iteration 1 of tictactoe)" in out.stdout
+    theirs, ours = latest(first), latest(second)
+    assert all(torch.equal(theirs["model"][name], ours["model"][name]) for name in theirs["model"])
+    assert ours["iteration"] == 1 and ours["trainer"]["steps"] == 0
+    origin = json.loads((second / "provenance.json").read_text())["init_from"]
+    assert origin["iteration"] == 1 and origin["game"] == "tictactoe"
+    # refusals before any folder is made: a run to resume, another game, another network
+    for args, message in (
+        ([*TINY, "--run-dir", str(second)], "--init-from starts a new run"),
+        ([*tiny_args(game="connect4"), "--run-dir", str(tmp_path / "c4")], "a network of tictactoe; this run plays"),
+        ([*tiny_args({"network.blocks": 1}), "--run-dir", str(tmp_path / "small")], "network.blocks = "),
+    ):
+        bad = run_here("train.py", *args, "--init-from", str(first / "latest.pt"))
+        assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+    assert not (tmp_path / "c4").exists() and not (tmp_path / "small").exists()
+
+
 def test_ctrl_c_stops_cleanly_and_says_how_to_continue(tmp_path):
     run_dir = tmp_path / "run"
     process = subprocess.Popen([sys.executable, str(REPO / "scripts" / "train.py"), *TINY, "--run-dir", str(run_dir)],

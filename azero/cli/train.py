@@ -51,6 +51,9 @@ def main(argv=None) -> int:
     parser.add_argument("--hours", type=float, help="stop once the run has trained this many hours in all, over "
                         "every sitting; kept with the run, so a resumed run stops there too unless --hours says "
                         "otherwise (with --minutes: a long run in sittings, e.g. --hours 24 --minutes 170)")
+    parser.add_argument("--init-from", metavar="CHECKPOINT", help="start a new run's network from this checkpoint's "
+                        "(or a zoo network's), e.g. a smaller board's run with network.heads=pooled: a size "
+                        "curriculum; the same [network] section is needed")
     parser.add_argument("--device", type=torch_device, help="torch device, cpu or cuda (overrides run.device)")
     parser.add_argument("--seed", type=int, help="random seed (overrides run.seed)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (log lines only)")
@@ -108,6 +111,7 @@ def main(argv=None) -> int:
         config = chosen_config()
     if not use_ray:
         train(config, args.run_dir, minutes=args.minutes, iterations=args.iterations, hours=args.hours,
+              init_from=args.init_from,
               progress=not args.no_progress, command=[sys.executable, *sys.argv])
         return 0
     from ..distributed.cluster import connect, disconnect
@@ -117,6 +121,7 @@ def main(argv=None) -> int:
         from ..distributed.source import RaySelfPlay
 
         train(config, args.run_dir, minutes=args.minutes, iterations=args.iterations, hours=args.hours,
+              init_from=args.init_from,
               progress=not args.no_progress, command=[sys.executable, *sys.argv],
               source=lambda run: RaySelfPlay(run, actors=args.actors, actor_device=args.actor_device or "cpu"))
     finally:
