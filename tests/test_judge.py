@@ -295,3 +295,34 @@ def test_the_policy_player_plays_the_networks_most_probable_legal_move(tmp_path)
     assert game.legal_mask(states).gather(1, action.unsqueeze(1)).all()
     assert torch.equal(prior.gather(1, action.unsqueeze(1)).squeeze(1), prior.max(dim=1).values)
     assert torch.equal(player.act(states), action)  # deterministic
+
+
+@pytest.mark.slow
+@needs_bitbully
+def test_a_runs_networks_are_judged_on_pons_sets_against_training_hours(tmp_path):
+    from runs import tiny_args
+
+    write_pons_sets(tmp_path)
+    run_dir = tmp_path / "run"
+    out = subprocess.run([sys.executable, str(SCRIPTS / "train.py"), *tiny_args({"run.keep_every": 1}, game="connect4"),
+                          "--iterations", "2", "--run-dir", str(run_dir)], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    plot = tmp_path / "pons.svg"
+    out = run("--game", "connect4", "--pons", str(tmp_path), "--run", str(run_dir), "--sims", "4", "--snapshots", "2",
+              "--network-alone", "--plot", str(plot), "--json")
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(rows) == 2 * 2 * 6 and {(r["iteration"], r["kind"]) for r in rows} == {
+        (1, "search"), (1, "network alone"), (2, "search"), (2, "network alone")}
+    assert all(r["hours"] > 0 and 0 <= r["error_rate"] <= 1 for r in rows)
+    assert {r["player"].split(":")[0].split("@")[0] for r in rows} == {"az", "policy"}
+    picture = plot.read_text()
+    assert picture.startswith("<svg") and "Test_L1_R3 (beginning, hard) (network)" in picture
+    text = run_here("judge.py", "--game", "connect4", "--pons", str(tmp_path), "--run", str(run_dir), "--sims", "4",
+                    "--snapshots", "1")
+    assert text.returncode == 0 and "search: 4 simulations a move" in text.stdout
+    for args, message in ((["--run", str(run_dir)], "add --pons FOLDER"),
+                          (["--pons", str(tmp_path), "--plot", str(plot)], "--plot goes with --run"),
+                          (["--pons", str(tmp_path), "--run", str(tmp_path)], "no saved networks")):
+        bad = run_here("judge.py", "--game", "connect4", *args)
+        assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
