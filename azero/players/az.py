@@ -34,10 +34,10 @@ from .spec import NETWORK_VIRTUAL_LOSS, PARALLEL, SECONDS, SEED, SPARE_TREE_BYTE
 
 ARGUMENT = Option(None, str, metavar="CHECKPOINT", help="a checkpoint path")
 DEFAULT_SIMULATIONS = 200
-# The search settings a spec may set, by their names; the others are self-play's (root noise,
-# temperature, tree reuse, cheap searches, forced playouts), which a player does not use.
-SETTINGS = ("simulations", "algorithm", "c_init", "c_base", "fpu_reduction", "considered_actions", "c_visit",
-            "c_scale", "rescale_q", "precision")
+# The search settings a spec may set, by their names: the budget, the algorithm and its constants,
+# the arithmetic; the others are self-play's (root noise, temperature, tree reuse, cheap searches,
+# forced playouts), which a player does not use.
+SETTINGS = ("simulations", "algorithm", *ALGORITHM_SETTINGS["puct"], *ALGORITHM_SETTINGS["gumbel"], "precision")
 SHORT = {"simulations": "sims", "considered_actions": "considered"}  # the short spellings, also in players' names
 _PLAYER_HELP = {  # where the player's default is not the checkpoint's
     "simulations": f"search simulations a move, default {DEFAULT_SIMULATIONS} (gumbel: its plan; a time budget can "
@@ -62,8 +62,7 @@ def _options() -> dict[str, Option]:
     options = {}
     for name in SETTINGS:
         if name in SHORT:
-            short = _setting_option(name)
-            options[SHORT[name]] = dataclasses.replace(short, help=f"short for {name}=; {short.help}")
+            options[SHORT[name]] = dataclasses.replace(_setting_option(name), help=f"short for {name}=")
         options[name] = _setting_option(name)
     return {**options, "parallel": PARALLEL, "virtual_loss": NETWORK_VIRTUAL_LOSS, "seconds": SECONDS, "seed": SEED}
 

@@ -31,8 +31,8 @@ ALGORITHM_SETTINGS = {"puct": ("c_init", "c_base", "fpu_reduction"),
                       "gumbel": ("considered_actions", "c_visit", "c_scale", "rescale_q")}
 PRECISIONS = ("auto", "float32", "bfloat16", "int8")  # the network's arithmetic (azero/network.py)
 MAX_MOVES = 100_000  # moves of a game (temperature moves)
-MAX_C_INIT = 100.0  # PUCT's c_init (AlphaZero 1.25)
-MAX_C_BASE = 1e9  # PUCT's c_base (AlphaZero 19652); beyond it c(N) is c_init at any visit count
+MAX_C_INIT = 100.0  # PUCT's c_init (AlphaZero's is the default below)
+MAX_C_BASE = 1e9  # PUCT's c_base (AlphaZero's is the default below); beyond it c(N) is c_init at any visit count
 MAX_FPU_REDUCTION = 1.0  # PUCT's first-play urgency reduction: 1 already scores unvisited moves as losses
 MAX_DIRICHLET_ALPHA = 1000.0  # far past uniform noise (10 / legal moves is the default)
 MAX_CONSIDERED = 100_000  # Gumbel's considered root moves (m; more than a game's moves considers them all)
