@@ -2,8 +2,8 @@
 players by default, any player specs) and against the network evaluated before it.
 
 Each evaluation plays the current network (searching with the run's search settings, PUCT or
-Gumbel, at evaluation.simulations a move, no noise) against `opponents` rungs of the ladder around its current
-strength (the window moves up when it scores over 75% against the top rung,
+Gumbel, at evaluation.simulations a move, no noise) against `opponents` rungs of the ladder
+around its current strength (the window moves up when it scores over 75% against the top rung,
 down when under 25% against the bottom one), and `previous_games` games against
 the previously evaluated network, from random openings (two deterministic
 players would otherwise repeat two games). All results so far feed one
