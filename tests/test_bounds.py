@@ -85,8 +85,8 @@ def test_the_largest_allowed_noise_is_finite():
     """Dirichlet noise at the largest concentration allowed is a distribution (not NaN)."""
     import numpy as np
 
-    from azero.search.settings import SearchSettings
     from azero.network_search import add_dirichlet_noise
+    from azero.search.settings import SearchSettings
 
     high = next(f for f in dataclasses.fields(SearchSettings) if f.name == "dirichlet_alpha").metadata["high"]
     legal = torch.ones(4, 9, dtype=torch.bool)

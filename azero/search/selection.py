@@ -31,8 +31,7 @@ import torch
 from games.keyed_random import random_true
 
 from .forced import forced_visits
-from .settings import (DEFAULTS, MAX_C_BASE, MAX_C_INIT, MAX_C_SCALE, MAX_C_VISIT, MAX_FORCED_PLAYOUTS,
-                       MAX_FPU_REDUCTION)
+from .settings import DEFAULTS, MAX_C_BASE, MAX_C_INIT, MAX_C_SCALE, MAX_C_VISIT, MAX_FORCED_PLAYOUTS, MAX_FPU_REDUCTION
 
 # The largest constants the rules take. Beyond them a search is no longer the algorithm (every
 # choice one term's) and its float32 arithmetic overflows to inf and NaN; the config, the player
