@@ -9,6 +9,8 @@ A checkpoint is a dict of plain values and tensors (loadable with
     network:  {"blocks": 4, "channels": 64, "value_hidden": 64}
     model:    the network's state_dict
     iteration, and for `latest.pt` the whole training state (optimizer, counters, random states)
+    search:   the search settings of its self-play (azero/search/settings.py), as a table, or
+    config:   the run's whole config (latest.pt), whose [search] they are (`search_settings` reads either)
 
 Every file is written to a temporary name in the same folder, flushed to disk
 with fsync, then renamed over the old one, so a crash leaves the old file or the
@@ -32,6 +34,7 @@ from games import Game
 from .errors import UserError, naming_file, regular_file
 from .faults import fault
 from .network import NetworkConfig, PolicyValueNet
+from .search.settings import SearchSettings
 
 FORMAT = "azero-checkpoint"
 FORMAT_VERSION = 1
@@ -193,6 +196,15 @@ def network_from_checkpoint(data: dict, device="cpu") -> tuple[Game, PolicyValue
     except (TypeError, ValueError, RuntimeError) as error:
         raise UserError(f"checkpoint network does not match its description: {' '.join(str(error).split())}") from None
     return game, net.to(device).eval()
+
+
+def search_settings(data: dict) -> SearchSettings:
+    """The search settings a checkpoint records (its config's [search], or its `search` entry),
+    the defaults for those it does not name (a checkpoint older than them: PUCT for those older
+    than Gumbel); UserError for a value out of bounds."""
+    config = data.get("config")
+    section = (config.get("search") if isinstance(config, dict) else None) or data.get("search") or {}
+    return SearchSettings.from_dict(section, "checkpoint's saved search settings")
 
 
 def network_problem(data: dict) -> str | None:

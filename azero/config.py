@@ -7,7 +7,9 @@ Presets in configs/ (shipped inside the wheel as azero/configs/) set what each g
 the defaults here (some repeat a default, to show the value the game was measured with).
 Unknown keys and bad values are errors (ConfigError) that name the key and what is allowed.
 Every field has a one-line help text, shown by `train.py --help-config` and in the generated
-configuration reference (azero/config_docs.py).
+configuration reference (azero/config_docs.py). The [search] section is the search's settings
+(SearchSettings, azero/search/settings.py: frozen, handed whole to self-play, the ladder and
+checkpoints); the other sections are defined here.
 """
 
 from __future__ import annotations
@@ -19,14 +21,13 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from games.options import field_option, invalid_value, is_whole_number, read_option
+from games.options import field_option, invalid_value, is_whole_number, option_field, read_option
 
 from .elo import MAX_GAMES, MAX_OPENING_PLIES
 from .errors import UserError, regular_file
-from .network import PRECISIONS, NetworkConfig
-from .search.forced import MAX_FORCED_PLAYOUTS
+from .network import NetworkConfig
 from .search.memory import MAX_SIMULATIONS
-from .search.selection import MAX_C_BASE, MAX_C_INIT, MAX_C_SCALE, MAX_C_VISIT, MAX_FPU_REDUCTION
+from .search.settings import SearchSettings
 
 
 def _config_dir() -> Path:
@@ -46,9 +47,6 @@ MAX_ITERATIONS = 1_000_000_000
 MAX_GAMES_AT_ONCE = 1 << 16  # self-play games of one batch
 MAX_POSITIONS = 1_000_000_000  # positions of an iteration, of the replay buffer
 MAX_BATCH = 1 << 20  # positions of a gradient step
-MAX_MOVES = 100_000  # moves of a game (temperature moves)
-MAX_CONSIDERED = 100_000  # Gumbel's considered root moves (m; more than a game's moves considers them all)
-MAX_DIRICHLET_ALPHA = 1000.0  # far past uniform noise (10 / legal moves is the default)
 MAX_LEARNING_RATE = 1e6  # far past any that trains; a rate that makes the loss NaN stops the run (loop.py)
 MAX_LOSS_WEIGHT = 1000.0
 MAX_GRAD_CLIP = 1e9
@@ -59,54 +57,12 @@ class ConfigError(UserError):
     pass
 
 
-def _f(default, help: str, choices: tuple | None = None, low: float | None = None, high: float | None = None):
-    meta = {"help": help, "choices": choices, "low": low, "high": high}
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata=meta)
-    return field(default=default, metadata=meta)
+_f = option_field  # (the schema below is a table: one line per key)
 
 
 @dataclass
 class GameConfig:
     spec: str = _f("gomoku:size=8,k=5", "the game and its options, e.g. gomoku:size=9,k=5 or connect4")
-
-
-@dataclass
-class SearchConfig:
-    algorithm: str = _f("puct", "puct = AlphaZero (PUCT, Dirichlet root noise, visit-count policy targets); gumbel = "
-                        "Gumbel AlphaZero (Gumbel-sampled root moves, sequential halving, completed-Q targets)",
-                        choices=("puct", "gumbel"))
-    simulations: int = _f(64, "search simulations per move in self-play", low=1, high=MAX_SIMULATIONS)
-    c_init: float = _f(1.25, "PUCT exploration constant c_init", low=0, high=MAX_C_INIT)
-    c_base: float = _f(19652.0, "PUCT exploration constant c_base", low=1, high=MAX_C_BASE)
-    fpu_reduction: float = _f(0.0, "first-play urgency: an unvisited move's value is the parent's minus this",
-                              low=0, high=MAX_FPU_REDUCTION)
-    dirichlet_alpha: float = _f(0.0, "PUCT root noise concentration; 0 = 10 / (typical number of legal moves)",
-                                low=0, high=MAX_DIRICHLET_ALPHA)
-    noise_fraction: float = _f(0.25, "PUCT: weight of the Dirichlet noise in the root prior", low=0, high=1)
-    temperature_moves: int = _f(8, "PUCT: moves of each game sampled in proportion to visits; then the most "
-                                "visited (gumbel always plays its sampled choice)", low=0, high=MAX_MOVES)
-    reuse_tree: bool = _f(True, "PUCT: keep the chosen move's subtree for the next move in self-play (gumbel "
-                          "searches a fresh tree each move)")
-    considered_actions: int = _f(16, "gumbel: root moves sampled without replacement for sequential halving (m)",
-                                 low=1, high=MAX_CONSIDERED)
-    c_visit: float = _f(50.0, "gumbel: sigma(q) = (c_visit + most visits of a sibling) * c_scale * q, q on [0, 1]",
-                        low=0, high=MAX_C_VISIT)
-    c_scale: float = _f(1.0, "gumbel: the weight of the values against the network's logits in sigma",
-                        low=0, high=MAX_C_SCALE)
-    rescale_q: bool = _f(False, "gumbel: sigma's q min-max normalised over each node's legal moves (best 1, worst "
-                         "0; mctx's default, with c_scale 0.1) instead of (1 + Q) / 2")
-    cheap_simulations: int = _f(16, "simulations of a cheap search (playout cap randomization: moves not "
-                                "chosen by selfplay.full_search_fraction); fewer than search.simulations",
-                                low=1, high=MAX_SIMULATIONS)
-    forced_playouts: float = _f(0.0, "KataGo's forced playouts in self-play: each visited root move c gets at "
-                                "least sqrt(k * P(c) * root visits) visits, pruned from the policy target after; "
-                                "k (2 in the paper), 0 = off", low=0, high=MAX_FORCED_PLAYOUTS)
-    precision: str = _f("auto", "network arithmetic in the search: auto = for batches of 16 or more on a CPU, "
-                        "int8 if it has VNNI (AVX-512 VNNI / AVX-VNNI / AMX), else bfloat16 if it runs that "
-                        "natively (AVX-512 BF16 / AMX), else int8 if it has AVX2, else float32; float32 on GPUs "
-                        "and for smaller batches",
-                        choices=PRECISIONS)
 
 
 @dataclass
@@ -202,7 +158,7 @@ class RunConfig:
 class Config:
     game: GameConfig = field(default_factory=GameConfig)
     network: NetworkConfig = field(default_factory=NetworkConfig)
-    search: SearchConfig = field(default_factory=SearchConfig)
+    search: SearchSettings = field(default_factory=SearchSettings)
     selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -279,7 +235,11 @@ def _apply(config: Config, section: str, key: str, value, *, from_text: bool, or
     if key not in fields:
         raise ConfigError(f"{origin}: unknown key {section}.{key}; valid keys of [{section}]: {', '.join(fields)}")
     kind = typing.get_type_hints(type(target))[key]
-    setattr(target, key, _convert(section, fields[key], kind, value, from_text=from_text))
+    value = _convert(section, fields[key], kind, value, from_text=from_text)
+    if type(target).__dataclass_params__.frozen:  # ([search]: the search's settings, which nothing changes in place)
+        setattr(config, section, dataclasses.replace(target, **{key: value}))
+    else:
+        setattr(target, key, value)
 
 
 def merge_toml(config: Config, data: dict, origin: str) -> None:

@@ -1,9 +1,9 @@
 """Evaluation during training: the network against a ladder of opponents (random-rollout UCT
 players by default, any player specs) and against the network evaluated before it.
 
-Each evaluation plays the current network (its search.algorithm, PUCT or Gumbel, at a
-fixed small simulation count, no noise) against `opponents` rungs of the ladder around its current
-strength (the window moves up when it scores over 75% against the top rung,
+Each evaluation plays the current network (searching with the run's search settings, PUCT or
+Gumbel, at evaluation.simulations a move, no noise) against `opponents` rungs of the ladder
+around its current strength (the window moves up when it scores over 75% against the top rung,
 down when under 25% against the bottom one), and `previous_games` games against
 the previously evaluated network, from random openings (two deterministic
 players would otherwise repeat two games). All results so far feed one
@@ -26,15 +26,14 @@ from .network import PolicyValueNet
 from .players import check_spec
 from .players import make as make_player
 from .players.az import AZPlayer
+from .search.settings import DEFAULTS, SearchSettings
 
 
 class LadderEvaluator:
-    def __init__(self, game: Game, config: EvaluationConfig, seed: int = 0, device="cpu", precision: str = "auto",
-                 search_options: dict | None = None):
+    def __init__(self, game: Game, config: EvaluationConfig, seed: int = 0, device="cpu",
+                 settings: SearchSettings = DEFAULTS):
         self.game, self.config, self.seed, self.device = game, config, seed, device
-        self.precision = precision  # the network's arithmetic in the search (search.precision)
-        # NetworkSearch's keywords beyond precision: the algorithm and its constants (from [search])
-        self.search_options = dict(search_options or {})
+        self.settings = settings  # the run's search settings (its [search]); evaluation.simulations a move
         self.rungs = [f"uct:{rung}" if isinstance(rung, int) else rung for rung in config.ladder]
         self.level = 0
         self.records: list[tuple[str, str, float, int]] = []
@@ -53,8 +52,7 @@ class LadderEvaluator:
     def evaluate(self, net: PolicyValueNet, iteration: int, *, progress: bool = True) -> dict[str, float]:
         config = self.config
         name = f"az@{iteration}"
-        player = AZPlayer(self.game, net, config.simulations, device=self.device, name=name, precision=self.precision,
-                          **self.search_options)
+        player = AZPlayer(self.game, net, config.simulations, settings=self.settings, device=self.device, name=name)
         count = min(config.opponents, len(self.rungs))
         start = min(self.level, len(self.rungs) - count)
         chosen = self.rungs[start : start + count]
@@ -75,8 +73,8 @@ class LadderEvaluator:
         if self.previous is not None and config.previous_games:
             earlier = PolicyValueNet(net.config, self.game).to(self.device).eval()
             earlier.load_state_dict(self.previous[1])
-            opponent = AZPlayer(self.game, earlier, config.simulations, device=self.device, name=self.previous[0],
-                                precision=self.precision, **self.search_options)
+            opponent = AZPlayer(self.game, earlier, config.simulations, settings=self.settings, device=self.device,
+                                name=self.previous[0])
             result = play_match(self.game, player, opponent, config.previous_games,
                                 seed=self.seed * 1000 + iteration + 500, progress=progress,
                                 description=f"eval vs {self.previous[0]}", opening_plies=config.opening_plies)

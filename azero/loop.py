@@ -272,11 +272,7 @@ def check_device(config: Config) -> None:
 
 def ladder_evaluator(game, config: Config, device: str) -> LadderEvaluator:
     """The run's evaluation ladder, searching as its self-play does (Run's, and the Ray evaluator actor's)."""
-    search = config.search
-    return LadderEvaluator(game, config.evaluation, seed=config.run.seed, device=device, precision=search.precision,
-                           search_options=dict(algorithm=search.algorithm, considered_actions=search.considered_actions,
-                                               c_visit=search.c_visit, c_scale=search.c_scale,
-                                               rescale_q=search.rescale_q))
+    return LadderEvaluator(game, config.evaluation, seed=config.run.seed, device=device, settings=config.search)
 
 
 SNAPSHOT = re.compile(r"^iter-(\d{6,})\.pt$")  # checkpoints/iter-000010.pt: the network of iteration 10

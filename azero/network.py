@@ -50,6 +50,7 @@ from games.options import field_option, read_option
 
 from .errors import UserError
 from .quantized import Int8Network, calibration_positions, fast_int8, native_int8
+from .search.settings import PRECISIONS
 from .threads import one_thread_if
 
 VALUE_HEADS = ("scalar", "wdl")
@@ -244,9 +245,6 @@ def as_network_input(planes: torch.Tensor, precision: str) -> torch.Tensor:
     """Planes in the dtype and layout the inference module of `precision` takes."""
     dtype = DTYPES[precision]
     return planes.to(dtype).contiguous(memory_format=_layout(dtype))
-
-
-PRECISIONS = ("auto", "float32", "bfloat16", "int8")
 
 
 def precision_problem(precision: str, device: torch.device | str) -> str | None:

@@ -1,13 +1,14 @@
 """The network's search: PUCT or Gumbel AlphaZero driven by a policy-value network.
 
-    searcher = NetworkSearch(game, net, device="cpu")                  # algorithm="puct"
+    searcher = NetworkSearch(game, net, config.search, device="cpu")     # the settings, whole
     tree = searcher.fresh_tree(states, keys, capacity=simulations + 1)
     searcher.search(tree, simulations)                                 # visits: tree.root_visits()
 
-    searcher = NetworkSearch(game, net, algorithm="gumbel")
+    searcher = NetworkSearch(game, net, algorithm="gumbel")            # the defaults, one changed
     result = searcher.gumbel_search(states, keys, simulations, noise=True)   # result.action, result.policy
 
-Self-play and the `az:` player (azero/players/az.py) both search this way.
+Self-play, the ladder and the `az:` player (azero/players/az.py) all search this way, each
+with a SearchSettings (azero/search/settings.py).
 PUCT's root noise is Dirichlet noise mixed into the root prior only (AlphaZero): the
 concentration alpha defaults to 10 / (typical number of legal moves), estimated
 once per game from random play. Gumbel's root noise is its Gumbel sample (search/gumbel.py).
@@ -15,6 +16,7 @@ once per game from random play. Gumbel's root noise is its Gumbel sample (search
 
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 
 import numpy as np
@@ -26,9 +28,8 @@ from games.keyed_random import fold, make_keys
 from .network import NetworkEvaluator, PolicyValueNet
 from .search import PUCT, Gumbel, GumbelResult, Tree, gumbel_noise, gumbel_search, memory, new_tree, simulate
 from .search.run import start_capacity
+from .search.settings import DEFAULTS, SearchSettings
 from .search.tree import node_bytes
-
-ALGORITHMS = ("puct", "gumbel")
 
 
 @lru_cache(maxsize=None)
@@ -66,27 +67,35 @@ def add_dirichlet_noise(
 class NetworkSearch:
     """PUCT or Gumbel AlphaZero search driven by a network, for all B positions at once.
 
-    algorithm: "puct" (c_init, c_base, fpu_reduction; virtual_loss, how a leaf-parallel search
-    counts the leaves in flight, selection.py; forced_playouts, KataGo's k, for self-play's
-    root) or "gumbel" (considered_actions, the root moves sampled, m; c_visit and c_scale,
-    the constants of sigma; rescale_q, sigma's Q min-max normalised at each node).
+    settings: the search's settings (SearchSettings; its defaults if None), with `changes`, settings
+    by name, applied over them. The network runs in `settings.precision`; the rule is PUCT
+    (c_init, c_base, fpu_reduction; forced_playouts, KataGo's k, at self-play's root) or Gumbel
+    (c_visit, c_scale, rescale_q; considered_actions, m, the root moves sampled).
+    virtual_loss: how a leaf-parallel PUCT search counts the leaves in flight (selection.py); a
+    player's choice, not a setting (self-play walks one leaf a tree).
     """
 
-    def __init__(self, game: Game, net: PolicyValueNet, *, device="cpu", algorithm="puct", c_init=1.25,
-                 c_base=19652.0, fpu_reduction=0.0, considered_actions=16, c_visit=50.0, c_scale=1.0,
-                 rescale_q=False, precision="auto", virtual_loss=False, forced_playouts=0.0):
-        if algorithm not in ALGORITHMS:
-            raise ValueError(f"unknown search algorithm {algorithm!r}; choose one of: {', '.join(ALGORITHMS)}")
-        self.game, self.algorithm = game, algorithm
-        self.evaluator = NetworkEvaluator(net, game, device, precision)
-        self.considered_actions = considered_actions
-        if algorithm == "gumbel":
-            self.rule = self.plain_rule = Gumbel(c_visit=c_visit, c_scale=c_scale, rescale=rescale_q)
+    def __init__(self, game: Game, net: PolicyValueNet, settings: SearchSettings | None = None, *, device="cpu",
+                 virtual_loss: bool = False, **changes):
+        self.settings = settings = (settings or DEFAULTS).replace(**changes)
+        self.game = game
+        self.evaluator = NetworkEvaluator(net, game, device, settings.precision)
+        if settings.algorithm == "gumbel":
+            self.rule = self.plain_rule = Gumbel(c_visit=settings.c_visit, c_scale=settings.c_scale,
+                                                 rescale=settings.rescale_q)
         else:
-            self.rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction, virtual_loss=virtual_loss,
-                             forced_playouts=forced_playouts)
+            self.rule = PUCT(c_init=settings.c_init, c_base=settings.c_base, fpu_reduction=settings.fpu_reduction,
+                             virtual_loss=virtual_loss, forced_playouts=settings.forced_playouts)
             # the rule of searches that should not explore (cheap searches of playout cap randomization)
-            self.plain_rule = PUCT(c_init=c_init, c_base=c_base, fpu_reduction=fpu_reduction, virtual_loss=virtual_loss)
+            self.plain_rule = dataclasses.replace(self.rule, forced_playouts=0.0)
+
+    @property
+    def algorithm(self) -> str:
+        return self.settings.algorithm
+
+    @property
+    def considered_actions(self) -> int:
+        return self.settings.considered_actions
 
     def fresh_tree(self, states: State, keys: torch.Tensor, capacity: int, *, reuse: Tree | None = None) -> Tree:
         """A tree per position whose root carries the network's prior and value (one forward pass);

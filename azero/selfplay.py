@@ -53,10 +53,11 @@ from tqdm import tqdm
 from games import NO_ACTION, Game, State, opening_move, player_sign
 from games.keyed_random import fold, make_keys, uniform
 
-from .config import SearchConfig, SelfPlayConfig
+from .config import SelfPlayConfig
 from .network import PolicyValueNet
 from .network_search import NetworkSearch, add_dirichlet_noise, default_alpha
 from .search.forced import prune_forced_visits
+from .search.settings import SearchSettings
 from .search.tree import replace_rows, subtree, take_rows
 
 
@@ -212,7 +213,7 @@ def game_samples(game: Game, final: State, planes: torch.Tensor, policy: torch.T
                    score=score, opponent_policy=opponent_policy, opponent_weight=opponent_weight)
 
 
-def tree_nodes(search: SearchConfig) -> int:
+def tree_nodes(search: SearchSettings) -> int:
     """Nodes of each self-play game's tree: one search, or two when the tree is kept for the next move."""
     keep = search.reuse_tree and search.algorithm != "gumbel"
     return 2 * search.simulations + 1 if keep else search.simulations + 1
@@ -221,7 +222,7 @@ def tree_nodes(search: SearchConfig) -> int:
 class SelfPlay:
     """B self-play games kept going across iterations."""
 
-    def __init__(self, game: Game, net: PolicyValueNet, search: SearchConfig, selfplay: SelfPlayConfig, *,
+    def __init__(self, game: Game, net: PolicyValueNet, search: SearchSettings, selfplay: SelfPlayConfig, *,
                  device="cpu", seed: int = 0):
         self.game, self.search_cfg = game, search
         self.fields = stored_fields(net.config)  # the auxiliary targets its network has heads for
@@ -231,11 +232,7 @@ class SelfPlay:
         self.opening_plies = selfplay.opening_plies
         if self.full_search_fraction < 1 and not 1 <= search.cheap_simulations < search.simulations:
             raise ValueError("search.cheap_simulations must be at least 1 and fewer than search.simulations")
-        self.searcher = NetworkSearch(game, net, device=device, algorithm=search.algorithm, c_init=search.c_init,
-                                      c_base=search.c_base, fpu_reduction=search.fpu_reduction,
-                                      considered_actions=search.considered_actions, c_visit=search.c_visit,
-                                      c_scale=search.c_scale, rescale_q=search.rescale_q, precision=search.precision,
-                                      forced_playouts=search.forced_playouts)
+        self.searcher = NetworkSearch(game, net, search, device=device)
         self.gumbel = search.algorithm == "gumbel"
         self.reuse_tree = search.reuse_tree and not self.gumbel
         self.alpha = search.dirichlet_alpha or default_alpha(game)

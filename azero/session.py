@@ -67,7 +67,7 @@ class Engine:
         check_budget(simulations, seconds)
         if spec is None:
             # (the colon ends the path, which may hold '=' or ':' of its own)
-            spec = f"az:{checkpoint}:" + (f"sims={simulations}" if simulations else "")
+            spec = f"az:{checkpoint}:" + (f"simulations={simulations}" if simulations else "")
         self.game = game
         self.player: Player = make(spec, game, device=device, seed=seed)
         self.simulations, self.seconds = simulations, seconds

@@ -189,6 +189,16 @@ def read_options(owner: str, schema: Mapping[str, Option], given: Mapping[str, A
     return values
 
 
+def option_field(default, help: str, choices: tuple | None = None, low: float | None = None,
+                 high: float | None = None) -> dataclasses.Field:
+    """A dataclass field declaring its option in its metadata (a config section's or the search
+    settings' schema; `field_option` reads it back): its default, help text and allowed values."""
+    meta = {"help": help, "choices": choices, "low": low, "high": high}
+    if isinstance(default, list):
+        return dataclasses.field(default_factory=lambda: list(default), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
 def field_option(field: dataclasses.Field, kind: type) -> Option:
     """The Option a dataclass field declares in its metadata ({"help", "choices", "low", "high"})."""
     meta = field.metadata or {}

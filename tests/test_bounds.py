@@ -85,10 +85,10 @@ def test_the_largest_allowed_noise_is_finite():
     """Dirichlet noise at the largest concentration allowed is a distribution (not NaN)."""
     import numpy as np
 
-    from azero.config import SearchConfig
     from azero.network_search import add_dirichlet_noise
+    from azero.search.settings import SearchSettings
 
-    high = next(f for f in dataclasses.fields(SearchConfig) if f.name == "dirichlet_alpha").metadata["high"]
+    high = next(f for f in dataclasses.fields(SearchSettings) if f.name == "dirichlet_alpha").metadata["high"]
     legal = torch.ones(4, 9, dtype=torch.bool)
     noisy = add_dirichlet_noise(torch.full((4, 9), 1 / 9), legal, high, 0.25, np.random.default_rng(0))
     assert bool(torch.isfinite(noisy).all()) and torch.allclose(noisy.sum(dim=1), torch.ones(4))

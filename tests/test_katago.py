@@ -259,7 +259,7 @@ def test_self_play_targets_take_the_forced_visits_out():
     assert torch.equal(target.argmax(dim=1), raw.argmax(dim=1))
     assert bool((target.gather(1, action.unsqueeze(1)) > 0).all())  # the move played is one the target keeps
 
-    config.search.forced_playouts = 0.0
+    config.search = config.search.replace(forced_playouts=0.0)  # (the settings are frozen)
     plain = SelfPlay(TTT, net, config.search, config.selfplay, seed=1)
     plain._search()
     unforced = plain.tree.root_visits()

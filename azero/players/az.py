@@ -2,13 +2,18 @@
 from a checkpoint.
 
     player = make("az:runs/gomoku-20261122-1500/latest.pt:sims=200", game)
-    player = make("az:runs/gomoku-20261122-1500/latest.pt:sims=32,algorithm=gumbel", game)
+    player = make("az:runs/gomoku-20261122-1500/latest.pt:simulations=32,algorithm=gumbel,c_scale=0.1", game)
 
-The search is the checkpoint's `search.algorithm` (with its Gumbel constants) unless the
-spec says otherwise; checkpoints that do not name one search with PUCT.
+The player searches with the search settings its checkpoint records (azero/search/settings.py:
+the algorithm and its constants it was trained with; the defaults for a checkpoint older than a
+setting, PUCT for those older than Gumbel), but for its own budget (`simulations`, default
+DEFAULT_SIMULATIONS) and arithmetic (`precision`, default auto); a spec sets any of SETTINGS by its
+name, and `sims=` and `considered=` are short for `simulations=` and `considered_actions=`.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import torch
 
@@ -16,81 +21,108 @@ from games import Game
 from games.keyed_random import make_keys
 from games.options import Option, read_option
 
-from ..checkpoint import load_checkpoint, network_from_checkpoint
-from ..config import MAX_CONSIDERED, ConfigError, SearchConfig, config_from_dict
+from ..checkpoint import load_checkpoint, network_from_checkpoint, search_settings
 from ..errors import UserError
-from ..network import LOW_PRECISION_MIN_BATCH, PRECISIONS, PolicyValueNet, precision_problem
-from ..network_search import ALGORITHMS, NetworkSearch
+from ..network import LOW_PRECISION_MIN_BATCH, PolicyValueNet, precision_problem
+from ..network_search import NetworkSearch
 from ..search import Tree, choose, search_with_budget
 from ..search.gumbel import chosen_action, deadline_stop
-from ..search.selection import MAX_C_INIT, MAX_C_SCALE, MAX_C_VISIT
+from ..search.settings import ALGORITHM_SETTINGS, DEFAULTS, SearchSettings, setting_options
 from ..search.tree import tree_bytes
-from .base import MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
+from .base import SIMULATIONS_ALLOWED, Analysis, Player
 from .spec import NETWORK_VIRTUAL_LOSS, PARALLEL, SECONDS, SEED, SPARE_TREE_BYTES, PlayerEntry, PlayerSpec, leaves_per_step
 
 ARGUMENT = Option(None, str, metavar="CHECKPOINT", help="a checkpoint path")
 DEFAULT_SIMULATIONS = 200
-OPTIONS = {
-    "sims": Option(None, int, low=1, high=MAX_SIMULATIONS, allowed=SIMULATIONS_ALLOWED,
-                   help=f"search simulations a move, default {DEFAULT_SIMULATIONS} (gumbel: its plan; a time budget "
-                        "can only end it sooner; given, a game's clock only bounds it)"),
-    "algorithm": Option(None, str, choices=ALGORITHMS, noun="search algorithm",
-                        help="puct or gumbel; default: the checkpoint's search.algorithm, else puct"),
-    "c_init": Option(1.25, float, low=0, high=MAX_C_INIT, help="PUCT exploration constant c_init"),
-    "considered": Option(None, int, low=1, high=MAX_CONSIDERED,
-                         help="gumbel: root moves considered (m); default: the checkpoint's, else 16"),
-    "c_visit": Option(None, float, low=0, high=MAX_C_VISIT,
-                      help="gumbel: sigma's c_visit; default: the checkpoint's, else 50"),
-    "c_scale": Option(None, float, low=0, high=MAX_C_SCALE,
-                      help="gumbel: sigma's c_scale; default: the checkpoint's, else 1"),
-    "rescale_q": Option(None, bool, metavar="true|false", help="gumbel: sigma's Q min-max normalised at each "
-                        "node; default: the checkpoint's, else false"),
-    "precision": Option("auto", str, choices=PRECISIONS, noun="precision",
-                        help="the network's arithmetic, as search.precision in train.py --help-config"),
-    "parallel": PARALLEL,
-    "virtual_loss": NETWORK_VIRTUAL_LOSS,
-    "seconds": SECONDS,
-    "seed": SEED,
+# The search settings a spec may set, by their names: the budget, the algorithm and its constants,
+# the arithmetic; the others are self-play's (root noise, temperature, tree reuse, cheap searches,
+# forced playouts), which a player does not use.
+SETTINGS = ("simulations", "algorithm", *ALGORITHM_SETTINGS["puct"], *ALGORITHM_SETTINGS["gumbel"], "precision")
+SHORT = {"simulations": "sims", "considered_actions": "considered"}  # the short spellings, also in players' names
+_PLAYER_HELP = {  # where the player's default is not the checkpoint's
+    "simulations": f"search simulations a move, default {DEFAULT_SIMULATIONS} (gumbel: its plan; a time budget can "
+                   "only end it sooner; given, a game's clock only bounds it)",
+    "algorithm": "puct or gumbel; default: the checkpoint's search.algorithm, else puct",
+    "precision": "the network's arithmetic, as search.precision in train.py --help-config; default auto",
 }
+
+
+def _setting_option(name: str) -> Option:
+    """The option of a search setting in a spec: its bounds and help from search/settings.py, unset
+    unless given (the checkpoint's value, or the player's own default, then)."""
+    option = setting_options()[name]
+    help = _PLAYER_HELP.get(name, f"{option.help}; default: the checkpoint's")
+    allowed = SIMULATIONS_ALLOWED if name == "simulations" else ""
+    noun = {"algorithm": "search algorithm", "precision": "precision"}.get(name, "")
+    return dataclasses.replace(option, default=None, help=help, allowed=allowed, noun=noun,
+                               metavar="true|false" if option.kind is bool else "")
+
+
+def _options() -> dict[str, Option]:
+    options = {}
+    for name in SETTINGS:
+        if name in SHORT:
+            options[SHORT[name]] = dataclasses.replace(_setting_option(name), help=f"short for {name}=")
+        options[name] = _setting_option(name)
+    return {**options, "parallel": PARALLEL, "virtual_loss": NETWORK_VIRTUAL_LOSS, "seconds": SECONDS, "seed": SEED}
+
+
+OPTIONS = _options()
 NETWORK_LEAVES = {"cpu": 32}  # the most leaves "auto" gathers per step, by device type; others: 128
+
+
+def spec_settings(options: dict) -> dict:
+    """{setting: value} of the search settings a spec's read options give (None: not given), short
+    spellings under their names; UserError for a setting given under both."""
+    given = {}
+    for key, value in options.items():
+        name = next((long for long, short in SHORT.items() if short == key), key)
+        if name not in SETTINGS or value is None:
+            continue
+        if name in given:
+            raise UserError(f"az: options {SHORT[name]} and {name} set the same search setting; give one")
+        given[name] = value
+    return given
+
+
+def _spec_text(value) -> str:
+    """A setting's value as a spec writes it: 2, 0.1, true, int8."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else f"{value:g}"
 
 
 class AZPlayer(Player):
     """A network with PUCT search (plays the most visited move) or Gumbel AlphaZero's (plays the
     best of the most visited of the m moves of highest prior); no noise.
 
-    search_options: NetworkSearch's keywords (algorithm, c_init, considered_actions, ...).
+    settings: the search's settings (SearchSettings; the defaults if None), `changes` (settings by
+    name) applied over them; `simulations` (None: not stated, DEFAULT_SIMULATIONS, and a game's
+    clock decides, session.Engine.think) over their own. Self-play's forced playouts are left out.
     trained_with: the algorithm of the checkpoint's training; the name shows any other.
     """
 
-    def __init__(self, game: Game, net: PolicyValueNet, simulations: int | None = None, *, device="cpu", seed=0,
-                 name: str = "az", parallel: str | int = "auto", seconds: float | None = None,
-                 trained_with: str = "puct", **search_options):
+    def __init__(self, game: Game, net: PolicyValueNet, simulations: int | None = None, *,
+                 settings: SearchSettings | None = None, device="cpu", seed=0, name: str = "az",
+                 parallel: str | int = "auto", seconds: float | None = None, trained_with: str = "puct",
+                 virtual_loss: bool = NETWORK_VIRTUAL_LOSS.default, **changes):
         super().__init__(game, seed)
         self.stated_simulations = simulations  # None: a game's clock decides (session.Engine.think)
         simulations = DEFAULT_SIMULATIONS if simulations is None else simulations
-        self.simulations = read_option("az: option sims", OPTIONS["sims"], simulations, error=UserError)
+        self.settings = (settings or DEFAULTS).replace(**changes, simulations=simulations, forced_playouts=0.0)
+        self.simulations = self.settings.simulations
         self.parallel = read_option("az: option parallel", OPTIONS["parallel"], str(parallel), error=UserError)
-        self.searcher = NetworkSearch(game, net, device=device, **search_options)
+        self.searcher = NetworkSearch(game, net, self.settings, device=device, virtual_loss=virtual_loss)
         self.widest = NETWORK_LEAVES.get(torch.device(device).type, 128)
-        algorithm = self.searcher.algorithm
+        algorithm = self.settings.algorithm
         # the algorithm is named unless it is PUCT and the checkpoint's own (trained_with): a Gumbel
         # checkpoint searched with PUCT must not read as searched the way it was trained
         named = algorithm != "puct" or trained_with != "puct"
-        self.spec = f"{name}:sims={simulations}" + (f",algorithm={algorithm}" if named else "")
-        # the options that change how it plays, as the spec would give them (a match's two names differ)
-        c_init = search_options.get("c_init", OPTIONS["c_init"].default)
-        precision = search_options.get("precision", OPTIONS["precision"].default)
-        self.spec += f",c_init={c_init:g}" if c_init != OPTIONS["c_init"].default and algorithm == "puct" else ""
-        if algorithm == "gumbel":  # Gumbel's constants where they differ from SearchConfig's defaults
-            defaults = SearchConfig()
-            for key, option in (("considered_actions", "considered"), ("c_visit", "c_visit"), ("c_scale", "c_scale")):
-                value = search_options.get(key, getattr(defaults, key))
-                self.spec += f",{option}={value:g}" if value != getattr(defaults, key) else ""
-            self.spec += ",rescale_q=true" if search_options.get("rescale_q", defaults.rescale_q) else ""
-        self.spec += f",precision={precision}" if precision != OPTIONS["precision"].default else ""
+        self.spec = f"{name}:sims={self.simulations}" + (f",algorithm={algorithm}" if named else "")
+        # the settings that change how it plays, where they differ from the defaults (a match's two names differ)
+        for setting, value in self.settings.differences(ALGORITHM_SETTINGS[algorithm] + ("precision",)).items():
+            self.spec += f",{SHORT.get(setting, setting)}={_spec_text(value)}"
         self.spec += f",parallel={self.parallel}" if self.parallel != "auto" else ""
-        virtual_loss = search_options.get("virtual_loss", NETWORK_VIRTUAL_LOSS.default)
         self.spec += ",virtual_loss=true" if virtual_loss and algorithm == "puct" else ""  # Gumbel has no pending visits
         self.spec += f",seconds={seconds:g}" if seconds else ""
         self.seconds = self.stated_seconds = seconds
@@ -175,41 +207,21 @@ def build(game: Game, path: str, options: dict, *, device, seed) -> AZPlayer:
 def player_from_checkpoint(game: Game, path, options: dict, *, device, seed, name: str | None = None) -> AZPlayer:
     """build's work, for the az: and zoo: players: `name` is the player's name in match records
     (default az@ITERATION)."""
-    problem = precision_problem(options["precision"], device)
+    given = spec_settings(options)
+    problem = precision_problem(given.get("precision", DEFAULTS.precision), device)
     if problem:
         raise UserError(f"az: precision {problem}")
     data = load_checkpoint(path, game=game)
     _, net = network_from_checkpoint(data, device)
-    saved = checkpoint_search(data)
-
-    def given(key, saved_key):
-        return options[key] if options[key] is not None else saved[saved_key]
-
-    return AZPlayer(game, net, options["sims"], device=device, seed=seed, name=name or f"az@{data['iteration']}",
-                    algorithm=given("algorithm", "algorithm"), c_init=options["c_init"],
-                    considered_actions=given("considered", "considered_actions"),
-                    c_visit=given("c_visit", "c_visit"), c_scale=given("c_scale", "c_scale"),
-                    rescale_q=given("rescale_q", "rescale_q"),
-                    precision=options["precision"], parallel=options["parallel"],
-                    virtual_loss=options["virtual_loss"], seconds=options["seconds"], trained_with=saved["algorithm"])
-
-
-def checkpoint_search(data: dict) -> dict:
-    """The search settings a checkpoint was trained with (its config's [search], or its `search`
-    entry), each read and checked as config.py does; SearchConfig's defaults for what it does not
-    say (PUCT for checkpoints older than Gumbel)."""
-    defaults = SearchConfig()
-    section = (data.get("config") or {}).get("search") or data.get("search") or {}
-    out = {}
-    for key in ("algorithm", "considered_actions", "c_visit", "c_scale", "rescale_q"):
-        value = section.get(key, getattr(defaults, key)) if isinstance(section, dict) else getattr(defaults, key)
-        try:
-            out[key] = getattr(config_from_dict({"search": {key: value}}).search, key)
-        except ConfigError as error:
-            raise UserError(f"checkpoint's saved search settings: {error}") from None
-    return out
+    trained = search_settings(data)
+    simulations = given.pop("simulations", None)
+    # the checkpoint's search, with the player's own arithmetic unless the spec gives one
+    settings = trained.replace(precision=DEFAULTS.precision).replace(**given)
+    return AZPlayer(game, net, simulations, settings=settings, device=device, seed=seed,
+                    name=name or f"az@{data['iteration']}", parallel=options["parallel"],
+                    virtual_loss=options["virtual_loss"], seconds=options["seconds"], trained_with=trained.algorithm)
 
 
 def make_az_player(spec: PlayerSpec, game: Game, *, device="cpu", seed: int | None = None) -> AZPlayer:
-    """The AZPlayer of a parsed `az:PATH[:sims=N,algorithm=A,c_init=C,precision=P,parallel=K,seed=S,...]` spec."""
+    """The AZPlayer of a parsed `az:PATH[:simulations=N,algorithm=A,c_init=C,precision=P,parallel=K,seed=S,...]` spec."""
     return PlayerEntry("az", build, "", ARGUMENT, OPTIONS).create(spec, game, device=device, seed=seed)

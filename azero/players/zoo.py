@@ -1,6 +1,6 @@
 """zoo:NAME[:options]: a network of the model zoo (azero/zoo/), searched as an az: player.
 
-The options are az:'s; without sims= or algorithm= the player searches as the network's card
+The options are az:'s; without simulations= (sims=) or algorithm= the player searches as the network's card
 says its figures were measured, so `zoo:gomoku8` plays at the strength its card reports.
 """
 
@@ -11,7 +11,7 @@ from games.options import Option
 
 from .. import zoo
 from ..errors import UserError
-from .az import player_from_checkpoint
+from .az import player_from_checkpoint, spec_settings
 
 ARGUMENT = Option(None, str, metavar="NAME", help="a zoo network's name (azero zoo lists them)")
 
@@ -21,6 +21,7 @@ def build(game: Game, name: str, options: dict, *, device, seed):
     if entry.game != game:
         raise UserError(f"zoo network {name} plays {entry.card['game']}, not {game.spec}")
     zoo.verify(entry)
-    card_search = {"sims": entry.card["sims"], "algorithm": entry.card["algorithm"]}
-    options = {**options, **{key: value for key, value in card_search.items() if options.get(key) is None}}
+    card_search = {"simulations": entry.card["sims"], "algorithm": entry.card["algorithm"]}
+    given = spec_settings(options)
+    options = {**options, **{key: value for key, value in card_search.items() if key not in given}}
     return player_from_checkpoint(game, entry.path, options, device=device, seed=seed, name=f"zoo:{name}")

@@ -13,6 +13,7 @@ from .gumbel import GumbelResult, gumbel_noise, gumbel_search
 from .rollouts import RolloutEvaluator
 from .run import search, search_with_budget
 from .selection import PUCT, UCB1, Gumbel, NodeView
+from .settings import SearchSettings
 from .tree import Tree, grow, new_tree
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "NodeView",
     "RolloutEvaluator",
     "Rule",
+    "SearchSettings",
     "Tree",
     "choose",
     "grow",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-MAX_FORCED_PLAYOUTS = 100.0  # k, at most (the paper's 2): beyond it forcing is the whole search
+from .settings import DEFAULTS
 
 
 def forced_visits(prior: torch.Tensor, child_visits: torch.Tensor, k: float) -> torch.Tensor:
@@ -37,8 +37,8 @@ def prune_forced_visits(
     visits: torch.Tensor,
     *,
     k: float,
-    c_init: float = 1.25,
-    c_base: float = 19652.0,
+    c_init: float = DEFAULTS.c_init,
+    c_base: float = DEFAULTS.c_base,
 ) -> torch.Tensor:
     """The root visits with forced playouts taken out: float [B, A] (whole numbers).
 

@@ -30,17 +30,14 @@ import torch
 
 from games.keyed_random import random_true
 
-from .forced import MAX_FORCED_PLAYOUTS, forced_visits
+from .forced import forced_visits
+from .settings import DEFAULTS, MAX_C_BASE, MAX_C_INIT, MAX_C_SCALE, MAX_C_VISIT, MAX_FORCED_PLAYOUTS, MAX_FPU_REDUCTION
 
 # The largest constants the rules take. Beyond them a search is no longer the algorithm (every
 # choice one term's) and its float32 arithmetic overflows to inf and NaN; the config, the player
-# specs and the rules themselves refuse larger values, naming these limits.
+# specs and the rules themselves refuse larger values, naming these limits (PUCT's and Gumbel's,
+# with their defaults, are the search settings' own: search/settings.py).
 MAX_C = 100.0  # UCB1's c (sqrt(2) by default; the survey's tuned values are below 2)
-MAX_C_INIT = 100.0  # PUCT's c_init (AlphaZero 1.25)
-MAX_C_BASE = 1e9  # PUCT's c_base (AlphaZero 19652); beyond it c(N) is c_init at any visit count
-MAX_FPU_REDUCTION = 1.0  # PUCT's first-play urgency reduction: 1 already scores unvisited moves as losses
-MAX_C_VISIT = 10_000.0  # Gumbel's c_visit (the paper's 50)
-MAX_C_SCALE = 100.0  # Gumbel's c_scale (the paper's 1, mctx's 0.1 with rescaling)
 LOWEST_SCORE = torch.finfo(torch.float32).min  # a legal move's score at worst: an illegal one's is -inf
 
 
@@ -164,11 +161,11 @@ class PUCT:
     as visits there (`_forced`).
     """
 
-    c_init: float = 1.25
-    c_base: float = 19652.0
-    fpu_reduction: float = 0.0
+    c_init: float = DEFAULTS.c_init
+    c_base: float = DEFAULTS.c_base
+    fpu_reduction: float = DEFAULTS.fpu_reduction
     virtual_loss: bool = False
-    forced_playouts: float = 0.0
+    forced_playouts: float = DEFAULTS.forced_playouts
     uses_prior = True
     uses_uniform = False
 
@@ -305,9 +302,9 @@ class Gumbel:
     min-max normalised over the node's legal actions (`sigma`).
     """
 
-    c_visit: float = 50.0
-    c_scale: float = 1.0
-    rescale: bool = False
+    c_visit: float = DEFAULTS.c_visit
+    c_scale: float = DEFAULTS.c_scale
+    rescale: bool = DEFAULTS.rescale_q
     uses_prior = True
     uses_uniform = False
 
