@@ -365,6 +365,10 @@ class NetworkEvaluator:
     def _weights_version(self) -> tuple:
         return tuple(t._version for t in self._weights)
 
+    def weights_version(self) -> tuple:
+        """What changes whenever anything writes the weights (an evaluation cache empties itself then)."""
+        return self._weights_version()
+
     def precision_for(self, batch: int) -> str:
         """The arithmetic the network runs in for a batch of this size: float32, bfloat16 or int8."""
         if self.precision == "auto":

@@ -27,6 +27,7 @@ from games.keyed_random import fold, make_keys
 
 from .network import NetworkEvaluator, PolicyValueNet
 from .search import PUCT, Gumbel, GumbelResult, Tree, gumbel_noise, gumbel_search, memory, new_tree, simulate
+from .search.cache import CachedEvaluator
 from .search.run import start_capacity
 from .search.settings import DEFAULTS, SearchSettings
 from .search.tree import node_bytes
@@ -80,6 +81,9 @@ class NetworkSearch:
         self.settings = settings = (settings or DEFAULTS).replace(**changes)
         self.game = game
         self.evaluator = NetworkEvaluator(net, game, device, settings.precision)
+        if settings.cache_entries:  # (the table's hits and lookups: self.evaluator.hits, .lookups)
+            self.evaluator = CachedEvaluator(self.evaluator, settings.cache_entries,
+                                             version=self.evaluator.weights_version)
         if settings.algorithm == "gumbel":
             self.rule = self.plain_rule = Gumbel(c_visit=settings.c_visit, c_scale=settings.c_scale,
                                                  rescale=settings.rescale_q)

@@ -164,6 +164,9 @@ class SelfPlayStats:
     total_length: int = 0
     seconds: float = 0.0
     mean_batch: float = 0.0
+    cache_lookups: int = 0  # positions the evaluation cache was asked for (0 without a cache)
+    cache_hits: int = 0
+    cache_bytes: int = 0
 
     def summary(self) -> dict:
         games = max(self.games, 1)
@@ -176,6 +179,8 @@ class SelfPlayStats:
             "charts/selfplay_positions_per_s": self.moves / max(self.seconds, 1e-9),
             "charts/selfplay_games_per_s": self.games / max(self.seconds, 1e-9),
             "charts/mean_batch_size": self.mean_batch,
+            **({"charts/cache_hit_rate": self.cache_hits / self.cache_lookups, "charts/cache_megabytes":
+                self.cache_bytes / 2**20} if self.cache_lookups else {}),
         }
 
 
@@ -417,8 +422,9 @@ class SelfPlay:
         """Play until at least `positions` positions of finished games are collected."""
         stats, parts = SelfPlayStats(), []
         start = time.perf_counter()
-        calls_before = self.searcher.evaluator.calls
-        evaluated_before = self.searcher.evaluator.positions
+        evaluator = self.searcher.evaluator
+        calls_before, evaluated_before = evaluator.calls, evaluator.positions
+        lookups_before, hits_before = getattr(evaluator, "lookups", 0), getattr(evaluator, "hits", 0)
         with tqdm(total=positions, desc="self-play", unit="pos", disable=not progress, leave=False) as bar:
             while stats.positions < positions:
                 samples, outcomes = self.step()
@@ -437,6 +443,9 @@ class SelfPlay:
         stats.seconds = time.perf_counter() - start
         calls = self.searcher.evaluator.calls - calls_before
         stats.mean_batch = (self.searcher.evaluator.positions - evaluated_before) / max(calls, 1)
+        stats.cache_lookups = getattr(evaluator, "lookups", 0) - lookups_before
+        stats.cache_hits = getattr(evaluator, "hits", 0) - hits_before
+        stats.cache_bytes = getattr(evaluator, "bytes", 0)
         return Samples.cat(parts), stats
 
     # -- persistence ------------------------------------------------------------------------------

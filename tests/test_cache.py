@@ -107,3 +107,25 @@ def test_new_weights_empty_the_table_and_random_evaluators_are_refused():
     with pytest.raises(ValueError, match="deterministic"):
         CachedEvaluator(RolloutEvaluator(game), entries=64)
     assert CachedEvaluator(HashEvaluator(game), entries=100).entries == 64  # a power of two
+
+
+def test_self_play_with_the_cache_reports_its_hit_rate_and_memory():
+    """search.cache_entries puts the table under self-play's network; the games of a batch begin
+    alike, so their first positions come from it."""
+    from azero.config import load_config
+    from azero.network import PolicyValueNet
+    from azero.selfplay import SelfPlay
+
+    config = load_config(game="tictactoe", overrides=["selfplay.games=16", "search.simulations=8",
+                                                      "search.cache_entries=1000"])
+    game = games.make_from_spec(config.game.spec)
+    torch.manual_seed(0)
+    selfplay = SelfPlay(game, PolicyValueNet(config.network, game).eval(), config.search, config.selfplay, seed=0)
+    assert isinstance(selfplay.searcher.evaluator, CachedEvaluator) and selfplay.searcher.evaluator.entries == 512
+    _, stats = selfplay.run(60, progress=False)
+    summary = stats.summary()
+    assert 0.3 < summary["charts/cache_hit_rate"] < 1  # (16 games from one start: most early positions repeat)
+    assert summary["charts/cache_megabytes"] == pytest.approx(512 * (8 + 4 * 10) / 2**20)
+    plain = load_config(game="tictactoe", overrides=["selfplay.games=16"])
+    assert "charts/cache_hit_rate" not in SelfPlay(game, PolicyValueNet(plain.network, game).eval(), plain.search,
+                                                   plain.selfplay, seed=0).run(20, progress=False)[1].summary()

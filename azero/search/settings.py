@@ -39,6 +39,7 @@ MAX_CONSIDERED = 100_000  # Gumbel's considered root moves (m; more than a game'
 MAX_C_VISIT = 10_000.0  # Gumbel's c_visit (the paper's 50)
 MAX_C_SCALE = 100.0  # Gumbel's c_scale (the paper's 1, mctx's 0.1 with rescaling)
 MAX_FORCED_PLAYOUTS = 100.0  # KataGo's k, at most (the paper's 2): beyond it forcing is the whole search
+MAX_CACHE_ENTRIES = 1 << 24  # the evaluation cache's entries, at most (search/cache.py)
 
 _f = option_field  # (the schema below is a table: one line per setting)
 
@@ -81,6 +82,10 @@ class SearchSettings:
                        "int8 if it has VNNI (AVX-512 VNNI / AVX-VNNI / AMX), else bfloat16 if it runs that "
                        "natively (AVX-512 BF16 / AMX), else int8 if it has AVX2, else float32; float32 on GPUs "
                        "and for smaller batches", choices=PRECISIONS)
+    cache_entries: int = _f(0, "evaluation cache: network evaluations remembered by position (a table of this "
+                           "many entries, rounded down to a power of two, about 4 * (moves + 3) bytes each), shared "
+                           "by a game's moves and the games of a batch, emptied when the weights change; 0 = off",
+                           low=0, high=MAX_CACHE_ENTRIES)
 
     def __post_init__(self):
         """Every value read as its field's kind (an int for a float becomes a float) and checked
