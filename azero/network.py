@@ -12,6 +12,10 @@ so a pass or a Connect Four column has its own output) and a value head (1x1
 convolution, a hidden layer, then tanh, or with `value_head = "wdl"` three logits
 of win, draw and loss whose value is P(win) - P(loss)).
 
+`net.parts()` lists what `forward` runs one after another (the stem, each trunk block, the
+heads); each part's class names its int8 form in azero/quantized.py (`int8_form`), which
+building an int8 module checks against the part: a new or changed block needs its form there.
+
 KataGo's additions (Wu 2019), each a switch of NetworkConfig, all off by default:
 `global_pooling` gives every second residual block a branch that pools a quarter of
 its channels over the board (mean and max) and adds the result, through a linear
@@ -49,7 +53,16 @@ from games.base import player_signs
 from games.options import field_option, read_option
 
 from .errors import UserError
-from .quantized import Int8Network, calibration_positions, fast_int8, native_int8
+from .quantized import (
+    ConvNormReluInt8,
+    FullyConnectedHeadsInt8,
+    GlobalPoolingBlockInt8,
+    Int8Network,
+    ResidualBlockInt8,
+    calibration_positions,
+    fast_int8,
+    native_int8,
+)
 from .search.settings import PRECISIONS
 from .threads import one_thread_if
 
@@ -111,7 +124,24 @@ def global_pool(x: torch.Tensor) -> torch.Tensor:
     return torch.cat([x.mean(dim=(2, 3)), x.amax(dim=(2, 3))], dim=1)
 
 
+class ConvNormRelu(nn.Sequential):
+    """A convolution without bias, batch norm and ReLU (the stem; the heads' 1x1 convolutions):
+    float [B, C, H, W] -> float [B, out, H, W]."""
+
+    int8_form = ConvNormReluInt8
+
+    def __init__(self, channels: int, out: int, kernel: int):
+        super().__init__(nn.Conv2d(channels, out, kernel, padding=kernel // 2, bias=False), nn.BatchNorm2d(out), nn.ReLU())
+
+
 class ResidualBlock(nn.Module):
+    """Two 3x3 convolutions with batch norm and a skip connection: float [B, c, H, W] -> the same.
+
+    Its int8 form is azero/quantized.py's ResidualBlockInt8 (`int8_form`): a change here is one
+    there (building the int8 module checks that they agree)."""
+
+    int8_form = ResidualBlockInt8
+
     def __init__(self, channels: int):
         super().__init__()
         self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
@@ -128,7 +158,10 @@ class GlobalPoolingBlock(nn.Module):
     """A residual block whose first convolution's output gets a bias per channel computed from
     the whole board: `pooled` channels of a 3x3 convolution (batch norm, ReLU) are pooled
     (`global_pool`) and mapped by a linear layer to one value per trunk channel (KataGo's
-    global pooling, in this network's post-activation order)."""
+    global pooling, in this network's post-activation order). Its int8 form: azero/quantized.py's
+    GlobalPoolingBlockInt8."""
+
+    int8_form = GlobalPoolingBlockInt8
 
     def __init__(self, channels: int, pooled: int):
         super().__init__()
@@ -151,6 +184,34 @@ def pooling_blocks(blocks: int) -> list[int]:
     return [0] if blocks == 1 else list(range(1, blocks, 2))
 
 
+class FullyConnectedHeads:
+    """The policy head (a 1x1 convolution to 2 planes, then a linear layer over all actions, so a pass
+    or a Connect Four column has its own output) and the value head (a 1x1 convolution to one
+    plane, a hidden layer, then tanh or win/draw/loss logits) over the trunk's output float [B, c, H, W].
+
+    Not a module of its own: its layers are the network's (checkpoints name them policy_conv.0.weight,
+    value_fc.2.bias, ...); it groups them as the network's last part. Its int8 form: azero/quantized.py's
+    FullyConnectedHeadsInt8."""
+
+    int8_form = FullyConnectedHeadsInt8
+
+    def __init__(self, policy_conv: ConvNormRelu, policy_fc: nn.Linear, value_conv: ConvNormRelu,
+                 value_fc: nn.Sequential, wdl: bool):
+        self.policy_conv, self.policy_fc, self.value_conv, self.value_fc = policy_conv, policy_fc, value_conv, value_fc
+        self.wdl = wdl
+
+    def __call__(self, x: torch.Tensor, legal: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """x float [B, c, H, W], legal bool [B, A] -> (logits float [B, A], value float [B])."""
+        logits = self.policy_fc(self.policy_conv(x).flatten(1))
+        if legal is not None:
+            logits = logits.masked_fill(~legal, float("-inf"))
+        return logits, self.value(self.value_fc(self.value_conv(x).flatten(1)))
+
+    def value(self, out: torch.Tensor) -> torch.Tensor:
+        """The value head's last layer's output [B, 1] (tanh) or [B, 3] (win, draw, loss) -> float [B]."""
+        return wdl_value(out) if self.wdl else torch.tanh(out).squeeze(1)
+
+
 class PolicyValueNet(nn.Module):
     """Residual policy-value network for one game's board, planes and actions."""
 
@@ -162,19 +223,18 @@ class PolicyValueNet(nn.Module):
         height, width = game.board_shape
         self.num_actions = game.num_actions
         c = config.channels
-        self.stem = nn.Sequential(
-            nn.Conv2d(game.num_planes, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU()
-        )
+        self.stem = ConvNormRelu(game.num_planes, c, 3)
         pooling = pooling_blocks(config.blocks) if config.global_pooling else []
         self.trunk = nn.Sequential(*[GlobalPoolingBlock(c, max(1, c // 4)) if i in pooling else ResidualBlock(c)
                                      for i in range(config.blocks)])
-        self.policy_conv = nn.Sequential(nn.Conv2d(c, 2, 1, bias=False), nn.BatchNorm2d(2), nn.ReLU())
+        self.policy_conv = ConvNormRelu(c, 2, 1)
         self.policy_fc = nn.Linear(2 * height * width, game.num_actions)
-        self.value_conv = nn.Sequential(nn.Conv2d(c, 1, 1, bias=False), nn.BatchNorm2d(1), nn.ReLU())
+        self.value_conv = ConvNormRelu(c, 1, 1)
         self.wdl = config.value_head == "wdl"
         self.value_fc = nn.Sequential(
             nn.Linear(height * width, config.value_hidden), nn.ReLU(), nn.Linear(config.value_hidden, 3 if self.wdl else 1)
         )
+        self.heads = FullyConnectedHeads(self.policy_conv, self.policy_fc, self.value_conv, self.value_fc, self.wdl)
         if config.opponent_policy:
             self.opponent_policy_fc = nn.Linear(2 * height * width, game.num_actions)
         if config.ownership:
@@ -185,15 +245,13 @@ class PolicyValueNet(nn.Module):
 
     def forward(self, planes: torch.Tensor, legal: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """planes float [B, C, H, W], legal bool [B, A] -> (logits float [B, A], value float [B])."""
-        x = self.trunk(self.stem(planes))
-        logits = self.policy_fc(self.policy_conv(x).flatten(1))
-        if legal is not None:
-            logits = logits.masked_fill(~legal, float("-inf"))
-        return logits, self._value(self.value_fc(self.value_conv(x).flatten(1)))
+        return self.heads(self.trunk(self.stem(planes)), legal)
 
-    def _value(self, out: torch.Tensor) -> torch.Tensor:
-        """The value head's last layer's output [B, 1] (tanh) or [B, 3] (win, draw, loss) -> float [B]."""
-        return wdl_value(out) if self.wdl else torch.tanh(out).squeeze(1)
+    def parts(self) -> list:
+        """The parts `forward` runs one after another: the stem, each trunk block, the heads. Each
+        part's class names its int8 form (azero/quantized.py) in `int8_form`: a new kind of block
+        needs one there (Int8Network refuses a part without one, or one whose form disagrees)."""
+        return [self.stem, *self.trunk, self.heads]
 
     def outputs(self, planes: torch.Tensor, legal: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """Every head's output for planes float [B, C, H, W] (the module docstring lists them)."""
@@ -204,7 +262,7 @@ class PolicyValueNet(nn.Module):
             logits = logits.masked_fill(~legal, float("-inf"))
         hidden = self.value_fc[1](self.value_fc[0](self.value_conv(x).flatten(1)))
         value_out = self.value_fc[2](hidden)
-        out = {"policy": logits, "value": self._value(value_out)}
+        out = {"policy": logits, "value": self.heads.value(value_out)}
         if self.wdl:
             out["value_logits"] = value_out
         if self.config.opponent_policy:
