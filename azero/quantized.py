@@ -5,7 +5,7 @@
 
 The int8 module follows the float network's structure: `net.parts()` lists its parts (the
 stem, each trunk block, the heads), and each part's class names its int8 form here in
-`int8_form` (network.ResidualBlock.int8_form is ResidualBlockInt8, ...). Building checks
+`int8_form` (blocks.ResidualBlock.int8_form is ResidualBlockInt8, ...). Building checks
 each form against its part in float32 on a few calibration positions, so a part this file
 has no form of, or a block changed without its form, is one Int8FormError naming this file
 and the part's type, never a wrong answer.
@@ -197,7 +197,7 @@ def _span(x: torch.Tensor) -> tuple[float, float]:
 
 
 class ConvNormReluInt8:
-    """The int8 form of a convolution, batch norm and ReLU (network.ConvNormRelu: the stem)."""
+    """The int8 form of a convolution, batch norm and ReLU (blocks.ConvNormRelu: the stem)."""
 
     def __init__(self, module):
         self.conv = _Convolution((module[0], module[1]))
@@ -220,7 +220,7 @@ class ConvNormReluInt8:
 
 
 class ResidualBlockInt8:
-    """The int8 form of network.ResidualBlock: y + conv2(relu(conv1(y))), then ReLU; with the oneDNN
+    """The int8 form of blocks.ResidualBlock: y + conv2(relu(conv1(y))), then ReLU; with the oneDNN
     engine the addition happens inside the second convolution (one rounding, not two)."""
 
     def __init__(self, block):
@@ -261,7 +261,7 @@ class ResidualBlockInt8:
 
 
 class GlobalPoolingBlockInt8(ResidualBlockInt8):
-    """The int8 form of network.GlobalPoolingBlock: the first convolution and the pooling branch's
+    """The int8 form of blocks.GlobalPoolingBlock: the first convolution and the pooling branch's
     are one int8 convolution; the pooling, its linear layer and the bias run in float32, and the
     sum is quantized again for the second convolution."""
 
@@ -294,7 +294,7 @@ class GlobalPoolingBlockInt8(ResidualBlockInt8):
 
 
 class FullyConnectedHeadsInt8:
-    """The int8 form of network.FullyConnectedHeads: the two heads' 1x1 convolutions are one int8
+    """The int8 form of blocks.FullyConnectedHeads: the two heads' 1x1 convolutions are one int8
     convolution (fused with ReLU); the policy layer and the value head's hidden layer are one
     float32 matrix product over its planes in channels-last order (as the quantized operators leave
     them), then the value's last layer and tanh (or win, draw, loss)."""

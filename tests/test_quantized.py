@@ -10,7 +10,8 @@ import torch
 from torch import nn
 
 import games
-from azero.network import ConvNormRelu, NetworkEvaluator, ResidualBlock
+from azero.blocks import ConvNormRelu, ResidualBlock
+from azero.network import NetworkEvaluator
 from azero.quantized import Int8FormError, Int8Network, calibration_positions
 from networks import small_net
 
