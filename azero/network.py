@@ -52,15 +52,16 @@ from games import Game, State
 from games.base import player_signs
 from games.options import field_option, read_option
 
-from .blocks import ConvNormRelu, FullyConnectedHeads, GlobalPoolingBlock, ResidualBlock
-from .blocks import global_pool as global_pool  # (the network's names, as before the parts had their module)
+from .blocks import ConvNormRelu, FullyConnectedHeads, GlobalPoolingBlock, PooledHeads, ResidualBlock
 from .blocks import wdl_value as wdl_value
 from .errors import UserError
+from .pooling import global_pool as global_pool  # (the network's names, as before the parts had their module)
 from .quantized import Int8Network, calibration_positions, fast_int8, native_int8
 from .search.settings import PRECISIONS
 from .threads import one_thread_if
 
 VALUE_HEADS = ("scalar", "wdl")
+HEADS = ("fully_connected", "pooled")
 
 
 @dataclass
@@ -88,6 +89,10 @@ class NetworkConfig:
         "help": "auxiliary head: distribution of the final margin (games with a score: Go, Othello)"})
     opponent_policy: bool = field(default=False, metadata={
         "help": "auxiliary head: the policy target of the opponent's reply (KataGo)"})
+    heads: str = field(default="fully_connected", metadata={
+        "help": "policy and value heads: fully_connected (linear layers over the whole board: one board size) "
+                "or pooled (a policy logit per point, the pass and the value from the board pooled: boards of "
+                "any size; not with network.score)", "choices": HEADS})
 
     def validate(self, game: Game | None = None) -> None:
         """ValueError unless every field is allowed (the same check as a config value's), and,
@@ -101,6 +106,42 @@ class NetworkConfig:
                                 "set network.ownership=false")
             if self.score and not game.has_score:
                 raise UserError(f"network.score: {game.spec} has no score; set network.score=false")
+            if self.heads == "pooled":
+                _check_pooled(self, game)
+
+
+def _check_pooled(config: NetworkConfig, game: Game) -> None:
+    """UserError unless pooled heads can serve `game`: its actions are its points (and a pass, last)."""
+    height, width = game.board_shape
+    if game.num_actions != height * width + (game.pass_action is not None):
+        raise UserError(f"network.heads: pooled heads give one output per point of the board (and the pass); "
+                        f"{game.spec} has {game.num_actions} actions for its {height}x{width} points; "
+                        "set network.heads=fully_connected")
+    if config.score:
+        raise UserError("network.score: the score head's margins follow the board's size, which pooled heads do "
+                        "not fix; set network.score=false or network.heads=fully_connected")
+
+
+def head_planes(channels: int) -> int:
+    """The planes of each pooled head's 1x1 convolution: a quarter of the trunk's channels, at least 4."""
+    return max(4, channels // 4)
+
+
+def pad_boards(planes: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Boards of several sizes as one batch for a network with pooled heads: planes float
+    [b_i, C, H_i, W_i] -> (planes float [sum b_i, C, H, W] with each board at the top left and
+    zeros beyond it, on_board bool [sum b_i, H, W]); H, W the largest. Its logits number the
+    points row * W + col of that tensor (the pass last)."""
+    height, width = max(p.shape[2] for p in planes), max(p.shape[3] for p in planes)
+    out = planes[0].new_zeros(sum(p.shape[0] for p in planes), planes[0].shape[1], height, width)
+    on_board = torch.zeros(out.shape[0], height, width, dtype=torch.bool, device=out.device)
+    row = 0
+    for board in planes:
+        rows = slice(row, row + board.shape[0])
+        out[rows, :, : board.shape[2], : board.shape[3]] = board
+        on_board[rows, : board.shape[2], : board.shape[3]] = True
+        row += board.shape[0]
+    return out, on_board
 
 
 def score_limit(game: Game) -> int:
@@ -115,7 +156,8 @@ def pooling_blocks(blocks: int) -> list[int]:
 
 
 class PolicyValueNet(nn.Module):
-    """Residual policy-value network for one game's board, planes and actions."""
+    """Residual policy-value network for one game's board, planes and actions (with pooled heads,
+    for that game's boards of any size: `forward` and `outputs` take `on_board`, `pad_boards`)."""
 
     def __init__(self, config: NetworkConfig, game: Game):
         super().__init__()
@@ -129,25 +171,44 @@ class PolicyValueNet(nn.Module):
         pooling = pooling_blocks(config.blocks) if config.global_pooling else []
         self.trunk = nn.Sequential(*[GlobalPoolingBlock(c, max(1, c // 4)) if i in pooling else ResidualBlock(c)
                                      for i in range(config.blocks)])
-        self.policy_conv = ConvNormRelu(c, 2, 1)
-        self.policy_fc = nn.Linear(2 * height * width, game.num_actions)
-        self.value_conv = ConvNormRelu(c, 1, 1)
         self.wdl = config.value_head == "wdl"
-        self.value_fc = nn.Sequential(
-            nn.Linear(height * width, config.value_hidden), nn.ReLU(), nn.Linear(config.value_hidden, 3 if self.wdl else 1)
-        )
-        self.heads = FullyConnectedHeads(self.policy_conv, self.policy_fc, self.value_conv, self.value_fc, self.wdl)
-        if config.opponent_policy:
-            self.opponent_policy_fc = nn.Linear(2 * height * width, game.num_actions)
+        if config.heads == "pooled":
+            self.heads = PooledHeads(c, head_planes(c), config.value_hidden, self.wdl, game.pass_action is not None,
+                                     config.opponent_policy)
+        else:  # (the layers are created in this order since the first checkpoints: same seeds, same weights)
+            self.policy_conv = ConvNormRelu(c, 2, 1)
+            self.policy_fc = nn.Linear(2 * height * width, game.num_actions)
+            self.value_conv = ConvNormRelu(c, 1, 1)
+            self.value_fc = nn.Sequential(nn.Linear(height * width, config.value_hidden), nn.ReLU(),
+                                          nn.Linear(config.value_hidden, 3 if self.wdl else 1))
+            if config.opponent_policy:
+                self.opponent_policy_fc = nn.Linear(2 * height * width, game.num_actions)
+            self.heads = FullyConnectedHeads(self.policy_conv, self.policy_fc, self.value_conv, self.value_fc, self.wdl,
+                                             getattr(self, "opponent_policy_fc", None))
         if config.ownership:
             self.ownership_conv = nn.Conv2d(c, 1, 1)
         if config.score:
             self.score_limit = score_limit(game)
             self.score_fc = nn.Linear(config.value_hidden, 2 * self.score_limit + 1)
 
-    def forward(self, planes: torch.Tensor, legal: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """planes float [B, C, H, W], legal bool [B, A] -> (logits float [B, A], value float [B])."""
-        return self.heads(self.trunk(self.stem(planes)), legal)
+    def forward(self, planes: torch.Tensor, legal: torch.Tensor | None = None,
+                on_board: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """planes float [B, C, H, W], legal bool [B, A] -> (logits float [B, A], value float [B]).
+
+        `on_board` bool [B, H, W] (pooled heads only): each board's points, for boards of several
+        sizes in one batch (`pad_boards`); None: every point of the tensor."""
+        if on_board is None:
+            return self.heads(self.trunk(self.stem(planes)), legal)
+        mask = on_board[:, None].to(planes.dtype)
+        return self.heads(self._masked_trunk(planes, mask), legal, mask)
+
+    def _masked_trunk(self, planes: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The trunk's output with every point off the board at zero after each layer, as beyond a
+        board's edge: float [B, c, H, W]."""
+        x = self.stem(planes) * mask
+        for block in self.trunk:
+            x = block(x, mask)
+        return x
 
     def parts(self) -> list:
         """The parts `forward` runs one after another: the stem, each trunk block, the heads. Each
@@ -155,20 +216,17 @@ class PolicyValueNet(nn.Module):
         needs one there (Int8Network refuses a part without one, or one whose form disagrees)."""
         return [self.stem, *self.trunk, self.heads]
 
-    def outputs(self, planes: torch.Tensor, legal: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-        """Every head's output for planes float [B, C, H, W] (the module docstring lists them)."""
-        x = self.trunk(self.stem(planes))
-        policy_features = self.policy_conv(x).flatten(1)
-        logits = self.policy_fc(policy_features)
-        if legal is not None:
-            logits = logits.masked_fill(~legal, float("-inf"))
-        hidden = self.value_fc[1](self.value_fc[0](self.value_conv(x).flatten(1)))
-        value_out = self.value_fc[2](hidden)
-        out = {"policy": logits, "value": self.heads.value(value_out)}
-        if self.wdl:
-            out["value_logits"] = value_out
-        if self.config.opponent_policy:
-            out["opponent_policy"] = self.opponent_policy_fc(policy_features)
+    def outputs(self, planes: torch.Tensor, legal: torch.Tensor | None = None,
+                on_board: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Every head's output for planes float [B, C, H, W] (the module docstring lists them);
+        `on_board` as in `forward`."""
+        if on_board is None:
+            x, mask = self.trunk(self.stem(planes)), None
+        else:
+            mask = on_board[:, None].to(planes.dtype)
+            x = self._masked_trunk(planes, mask)
+        out = self.heads.outputs(x, legal, mask)
+        hidden = out.pop("value_hidden")
         if self.config.ownership:
             out["ownership_logits"] = self.ownership_conv(x).squeeze(1)
         if self.config.score:

@@ -45,6 +45,8 @@ from torch.nn import functional as F
 
 from games import Game, sample_uniform_legal
 
+from .pooling import board_pool, global_pool
+
 QUANTIZED_ENGINES = ("x86", "fbgemm", "onednn")
 VNNI_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 
@@ -275,9 +277,7 @@ class GlobalPoolingBlockInt8(ResidualBlockInt8):
     def _pooled(self, out: torch.Tensor) -> torch.Tensor:
         """The first convolution's output after the pooled bias and ReLU: float [B, c, H, W] from the
         fused convolution's output float [B, c + pooled, H, W] (before ReLU)."""
-        pooled = F.relu(out[:, self.channels :])
-        pooled = torch.cat([pooled.mean(dim=(2, 3)), pooled.amax(dim=(2, 3))], dim=1)
-        bias = F.linear(pooled, self.pool_weight, self.pool_bias)
+        bias = F.linear(global_pool(F.relu(out[:, self.channels :])), self.pool_weight, self.pool_bias)
         return F.relu(out[:, : self.channels] + bias[:, :, None, None])
 
     def _first_float(self, y: torch.Tensor) -> torch.Tensor:
@@ -293,7 +293,35 @@ class GlobalPoolingBlockInt8(ResidualBlockInt8):
         return self._second(t, y)
 
 
-class FullyConnectedHeadsInt8:
+def _value(out: torch.Tensor) -> torch.Tensor:
+    """The value head's last layer's output float [B, 1] (tanh) or [B, 3] (win, draw, loss) -> float [B]."""
+    if out.shape[1] == 3:
+        probs = torch.softmax(out, dim=1)
+        return probs[:, 0] - probs[:, 2]
+    return torch.tanh(out).squeeze(1)
+
+
+class _HeadsInt8:
+    """What both heads' int8 forms share: one int8 1x1 convolution (`self.conv`, fused with ReLU)
+    for both heads, then `_outputs` in float32 on its planes."""
+
+    def calibrate(self, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The trunk's output float [B, c, H, W] -> (logits float [B, A], value float [B])."""
+        h = F.relu(self.conv(y))
+        self.ranges = [_high(h)]
+        return self._outputs(h, None)
+
+    def prepare(self, qparams, engine: str | None) -> None:
+        """As ConvNormReluInt8.prepare."""
+        self.weights, self.out_q = self.conv.packed(), qparams(*self.ranges[0])
+        self.conv2d_relu = _operators().conv2d_relu
+
+    def __call__(self, y, legal: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """quint8 [B, c, H, W] -> (logits float [B, A], value float [B])."""
+        return self._outputs(self.conv2d_relu(y, self.weights, *self.out_q).dequantize(), legal)
+
+
+class FullyConnectedHeadsInt8(_HeadsInt8):
     """The int8 form of blocks.FullyConnectedHeads: the two heads' 1x1 convolutions are one int8
     convolution (fused with ReLU); the policy layer and the value head's hidden layer are one
     float32 matrix product over its planes in channels-last order (as the quantized operators leave
@@ -322,26 +350,37 @@ class FullyConnectedHeadsInt8:
         logits = out[:, : self.actions]
         if legal is not None:
             logits = logits.masked_fill(~legal, float("-inf"))
-        value = torch.addmm(self.value_bias, out[:, self.actions :].relu(), self.value_weight)
-        if value.shape[1] == 3:  # win, draw, loss
-            probs = torch.softmax(value, dim=1)
-            return logits, probs[:, 0] - probs[:, 2]
-        return logits, torch.tanh(value).squeeze(1)
+        return logits, _value(torch.addmm(self.value_bias, out[:, self.actions :].relu(), self.value_weight))
 
-    def calibrate(self, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The trunk's output float [B, c, H, W] -> (logits float [B, A], value float [B])."""
-        h = F.relu(self.conv(y))
-        self.ranges = [_high(h)]
-        return self._outputs(h, None)
 
-    def prepare(self, qparams, engine: str | None) -> None:
-        """As ConvNormReluInt8.prepare."""
-        self.weights, self.out_q = self.conv.packed(), qparams(*self.ranges[0])
-        self.conv2d_relu = _operators().conv2d_relu
+def _first_output(layer) -> tuple[torch.Tensor, torch.Tensor]:
+    """(weight, bias) of a layer's first output channel (a convolution's or a linear layer's)."""
+    return layer.weight.detach().float()[:1], layer.bias.detach().float()[:1]
 
-    def __call__(self, y, legal: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """quint8 [B, c, H, W] -> (logits float [B, A], value float [B])."""
-        return self._outputs(self.conv2d_relu(y, self.weights, *self.out_q).dequantize(), legal)
+
+class PooledHeadsInt8(_HeadsInt8):
+    """The int8 form of blocks.PooledHeads (on boards without a mask: every point on the board):
+    the two heads' 1x1 convolutions are one int8 convolution (fused with ReLU); the logit of each
+    point, the pooling, the pass and the value's layers run in float32 on its planes."""
+
+    def __init__(self, heads):
+        self.conv = _Convolution((heads.policy_conv[0], heads.policy_conv[1]),
+                                 (heads.value_conv[0], heads.value_conv[1]))
+        self.planes = heads.policy_conv[0].out_channels
+        self.points = _first_output(heads.policy_points)  # the player's own policy (not the opponent's)
+        self.pass_move = None if heads.policy_pass is None else _first_output(heads.policy_pass)
+        self.hidden = (heads.value_fc[0].weight.detach().float(), heads.value_fc[0].bias.detach().float())
+        self.value_out = (heads.value_fc[2].weight.detach().float(), heads.value_fc[2].bias.detach().float())
+
+    def _outputs(self, h: torch.Tensor, legal: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The head planes float [B, p + p, H, W] -> (logits float [B, H * W (+ 1)], value float [B])."""
+        policy, value_planes = h[:, : self.planes], h[:, self.planes :]
+        logits = F.conv2d(policy, *self.points).flatten(1)
+        if self.pass_move is not None:
+            logits = torch.cat([logits, F.linear(board_pool(policy), *self.pass_move)], dim=1)
+        if legal is not None:
+            logits = logits.masked_fill(~legal, float("-inf"))
+        return logits, _value(F.linear(F.relu(F.linear(board_pool(value_planes), *self.hidden)), *self.value_out))
 
 
 def _rows(out, count: int):
