@@ -10,7 +10,9 @@ A stem convolution, `blocks` residual blocks (two 3x3 convolutions with batch
 norm), then a policy head (1x1 convolution, then a linear layer over all actions,
 so a pass or a Connect Four column has its own output) and a value head (1x1
 convolution, a hidden layer, then tanh, or with `value_head = "wdl"` three logits
-of win, draw and loss whose value is P(win) - P(loss)).
+of win, draw and loss whose value is P(win) - P(loss)). With `heads = "pooled"` the heads fit
+boards of any size of the game (a policy logit per point; the pass and the value from the
+board pooled), and `on_board` masks let boards of several sizes share a batch (`pad_boards`).
 
 The parts are in azero/blocks.py; `net.parts()` lists what `forward` runs one after another
 (the stem, each trunk block, the heads); each part's class names its int8 form in
