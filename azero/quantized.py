@@ -416,8 +416,10 @@ def _check(kind: str, form, ours, theirs) -> None:
                             f"update it to {kind}.forward")
     for mine, real in zip(ours, theirs):
         finite = torch.isfinite(real)
-        if mine.shape != real.shape or not torch.equal(finite, torch.isfinite(mine)):
+        if mine.shape != real.shape:
             gap = f"shape {tuple(mine.shape)}, not {tuple(real.shape)}"
+        elif not torch.equal(finite, torch.isfinite(mine)):
+            gap = "infinite or NaN where it is not"
         elif torch.allclose(mine[finite], real[finite], rtol=1e-3, atol=1e-4 * (1 + real[finite].abs().max().item())):
             continue
         else:
@@ -450,7 +452,12 @@ class Int8Network:
             for part in net.parts():
                 form = int8_form(part)
                 expected = part(expected)
-                x = form.calibrate(x)
+                try:
+                    x = form.calibrate(x)
+                except RuntimeError as error:  # e.g. a convolution's weights of another shape than its input's
+                    raise Int8FormError(f"azero/quantized.py's {type(form).__name__} cannot compute "
+                                        f"{type(part).__name__} ({' '.join(str(error).split())}): update it to "
+                                        f"{type(part).__name__}.forward") from error
                 _check(type(part).__name__, type(form).__name__, _rows(x, len(planes)), expected)
                 parts.append(form)
             whole = net(planes)

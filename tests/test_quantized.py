@@ -33,6 +33,19 @@ class HalfSkipBlock(ResidualBlock):
         return torch.relu(0.5 * x + self.bn2(self.conv2(y)))
 
 
+class DenseBlock(ResidualBlock):
+    """A residual block whose second convolution reads its input beside the first's output: its
+    layers have ResidualBlock's names, but not its shapes."""
+
+    def __init__(self, channels: int):
+        super().__init__(channels)
+        self.conv2 = nn.Conv2d(2 * channels, channels, 3, padding=1, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(x + self.bn2(self.conv2(torch.cat([x, y], dim=1))))
+
+
 class RenamedBlock(nn.Module):
     """A block that names ResidualBlock's int8 form but whose layers have other names."""
 
@@ -74,6 +87,10 @@ def test_a_block_changed_without_its_int8_form_is_refused_not_answered_wrongly()
     net.trunk[0] = changed
     with pytest.raises(Int8FormError, match=r"azero/quantized.py's ResidualBlockInt8 does not compute what "
                                             r"HalfSkipBlock does \(off by up to .* update it to HalfSkipBlock.forward"):
+        Int8Network(net, calibration_positions(GAME))
+    net.trunk[0] = DenseBlock(16).eval()
+    with pytest.raises(Int8FormError, match="azero/quantized.py's ResidualBlockInt8 cannot compute DenseBlock "
+                                            r"\(.*\): update it to DenseBlock.forward"):
         Int8Network(net, calibration_positions(GAME))
     net.trunk[0] = RenamedBlock(16)
     with pytest.raises(Int8FormError, match="azero/quantized.py's ResidualBlockInt8 cannot read RenamedBlock "
