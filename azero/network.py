@@ -50,7 +50,7 @@ from dataclasses import asdict, dataclass, field, fields
 import torch
 from torch import nn
 
-from games import Game, State
+from games import Game, GameError, State
 from games.base import player_signs
 from games.options import field_option, read_option
 
@@ -122,6 +122,20 @@ def _check_pooled(config: NetworkConfig, game: Game) -> None:
     if config.score:
         raise UserError("network.score: the score head's margins follow the board's size, which pooled heads do "
                         "not fix; set network.score=false or network.heads=fully_connected")
+
+
+def another_size_of(game: Game, other: Game) -> bool:
+    """Whether `other` is `game` on a board of another size: the same game, whose options differ
+    only in ones that change the board's shape (gomoku's size, width, height; Go's size), with the
+    same input planes; a network with pooled heads made for one evaluates the other."""
+    if type(game) is not type(other) or game.num_planes != other.num_planes:
+        return False
+    differing = {key for key in {*game.config, *other.config} if game.config.get(key) != other.config.get(key)}
+    try:
+        return all(game.with_options(**{key: other.config.get(key)}).board_shape != game.board_shape
+                   for key in differing)
+    except GameError:
+        return False
 
 
 def head_planes(channels: int) -> int:

@@ -12,6 +12,8 @@ import games
 from azero.checkpoint import atomic_save, load_checkpoint, network_checkpoint, network_from_checkpoint
 from azero.errors import UserError
 from azero.network import NetworkConfig, NetworkEvaluator, PolicyValueNet, pad_boards
+from azero.players import parse_spec
+from azero.players.az import make_az_player
 from azero.quantized import Int8Network, calibration_positions
 
 GOMOKU = {9: games.make("gomoku", size=9, k=5), 15: games.make("gomoku", size=15, k=5)}
@@ -106,6 +108,25 @@ def test_pooled_networks_rebuild_from_checkpoints_and_fully_connected_stays_the_
         assert torch.equal(ours[key], theirs[key]), key
     default = PolicyValueNet(NetworkConfig(), GOMOKU[9])
     assert NetworkConfig().heads == "fully_connected" and "policy_fc.weight" in default.state_dict()
+
+
+def test_a_pooled_checkpoint_plays_its_game_on_another_board_and_nothing_else(tmp_path):
+    """The az: player of a pooled gomoku 9x9 checkpoint plays 15x15 gomoku; not gomoku with k = 6;
+    a fully connected checkpoint stays its own size."""
+    path = tmp_path / "pooled.pt"
+    atomic_save(network_checkpoint(pooled_net(GOMOKU[9]), GOMOKU[9], 1), path)
+    player = make_az_player(parse_spec(f"az:{path}:sims=8"), GOMOKU[15])
+    state, _, legal = positions(GOMOKU[15], 2, seed=4)
+    actions = player.act(state)
+    assert legal.gather(1, actions[:, None]).all() and actions.max() < 225
+    with pytest.raises(UserError, match=r"is a checkpoint of gomoku:size=9,k=5.*, not of gomoku:size=9,k=6.* "
+                                        r"\(its pooled heads play that game on other boards, not another game\)"):
+        load_checkpoint(path, game=games.make("gomoku", size=9, k=6))
+    fixed = tmp_path / "fixed.pt"
+    atomic_save(network_checkpoint(PolicyValueNet(NetworkConfig(blocks=1, channels=8), GOMOKU[9]), GOMOKU[9], 1), fixed)
+    with pytest.raises(UserError, match=r"is a checkpoint of gomoku:size=9,k=5,rule=freestyle, not of "
+                                        r"gomoku:size=15,k=5,rule=freestyle$"):
+        load_checkpoint(fixed, game=GOMOKU[15])
 
 
 def test_pooled_heads_refuse_what_they_cannot_serve():
