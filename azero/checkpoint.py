@@ -33,7 +33,7 @@ from games import Game
 
 from .errors import UserError, naming_file, regular_file
 from .faults import fault
-from .network import NetworkConfig, PolicyValueNet
+from .network import NetworkConfig, PolicyValueNet, another_size_of
 from .search.settings import SearchSettings
 
 FORMAT = "azero-checkpoint"
@@ -163,7 +163,8 @@ def network_checkpoint(net: PolicyValueNet, game: Game, iteration: int, **extra)
 
 
 def load_checkpoint(path: str | Path, *, game: Game | None = None) -> dict:
-    """Load and check a checkpoint; with `game`, it must be a checkpoint of that game."""
+    """Load and check a checkpoint; with `game`, it must be a checkpoint of that game, or, for a
+    network with pooled heads, of that game on a board of another size (`another_size_of`)."""
     data = safe_load(path, "checkpoint")
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise UserError(f"{path} is not an azero checkpoint")
@@ -173,7 +174,10 @@ def load_checkpoint(path: str | Path, *, game: Game | None = None) -> dict:
         if key not in data:
             raise UserError(f"{path} is an incomplete checkpoint (no {key!r})")
     if game is not None and games.make_from_spec(data["game"]) != game:
-        raise UserError(f"{path} is a checkpoint of {data['game']}, not of {game.spec}")
+        pooled = isinstance(data["network"], dict) and data["network"].get("heads") == "pooled"
+        if not (pooled and another_size_of(games.make_from_spec(data["game"]), game)):
+            rule = " (its pooled heads play that game on other boards, not another game)" if pooled else ""
+            raise UserError(f"{path} is a checkpoint of {data['game']}, not of {game.spec}{rule}")
     problem = network_problem(data)
     if problem:
         raise UserError(f"{path}: {problem}")

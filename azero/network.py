@@ -10,7 +10,14 @@ A stem convolution, `blocks` residual blocks (two 3x3 convolutions with batch
 norm), then a policy head (1x1 convolution, then a linear layer over all actions,
 so a pass or a Connect Four column has its own output) and a value head (1x1
 convolution, a hidden layer, then tanh, or with `value_head = "wdl"` three logits
-of win, draw and loss whose value is P(win) - P(loss)).
+of win, draw and loss whose value is P(win) - P(loss)). With `heads = "pooled"` the heads fit
+boards of any size of the game (a policy logit per point; the pass and the value from the
+board pooled), and `on_board` masks let boards of several sizes share a batch (`pad_boards`).
+
+The parts are in azero/blocks.py; `net.parts()` lists what `forward` runs one after another
+(the stem, each trunk block, the heads); each part's class names its int8 form in
+azero/quantized.py (`int8_form`), which building an int8 module checks against the part: a new
+or changed block needs its form there.
 
 KataGo's additions (Wu 2019), each a switch of NetworkConfig, all off by default:
 `global_pooling` gives every second residual block a branch that pools a quarter of
@@ -42,18 +49,21 @@ from dataclasses import asdict, dataclass, field, fields
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
-from games import Game, State
+from games import Game, GameError, State
 from games.base import player_signs
 from games.options import field_option, read_option
 
+from .blocks import ConvNormRelu, FullyConnectedHeads, GlobalPoolingBlock, PooledHeads, ResidualBlock
+from .blocks import wdl_value as wdl_value
 from .errors import UserError
+from .pooling import global_pool as global_pool  # (the network's names, as before the parts had their module)
 from .quantized import Int8Network, calibration_positions, fast_int8, native_int8
 from .search.settings import PRECISIONS
 from .threads import one_thread_if
 
 VALUE_HEADS = ("scalar", "wdl")
+HEADS = ("fully_connected", "pooled")
 
 
 @dataclass
@@ -81,6 +91,10 @@ class NetworkConfig:
         "help": "auxiliary head: distribution of the final margin (games with a score: Go, Othello)"})
     opponent_policy: bool = field(default=False, metadata={
         "help": "auxiliary head: the policy target of the opponent's reply (KataGo)"})
+    heads: str = field(default="fully_connected", metadata={
+        "help": "policy and value heads: fully_connected (linear layers over the whole board: one board size) "
+                "or pooled (a policy logit per point, the pass and the value from the board pooled: boards of "
+                "any size; not with network.score)", "choices": HEADS})
 
     def validate(self, game: Game | None = None) -> None:
         """ValueError unless every field is allowed (the same check as a config value's), and,
@@ -94,6 +108,56 @@ class NetworkConfig:
                                 "set network.ownership=false")
             if self.score and not game.has_score:
                 raise UserError(f"network.score: {game.spec} has no score; set network.score=false")
+            if self.heads == "pooled":
+                _check_pooled(self, game)
+
+
+def _check_pooled(config: NetworkConfig, game: Game) -> None:
+    """UserError unless pooled heads can serve `game`: its actions are its points (and a pass, last)."""
+    height, width = game.board_shape
+    if game.num_actions != height * width + (game.pass_action is not None):
+        raise UserError(f"network.heads: pooled heads give one output per point of the board (and the pass); "
+                        f"{game.spec} has {game.num_actions} actions for its {height}x{width} points; "
+                        "set network.heads=fully_connected")
+    if config.score:
+        raise UserError("network.score: the score head's margins follow the board's size, which pooled heads do "
+                        "not fix; set network.score=false or network.heads=fully_connected")
+
+
+def another_size_of(game: Game, other: Game) -> bool:
+    """Whether `other` is `game` on a board of another size: the same game, whose options differ
+    only in ones that change the board's shape (gomoku's size, width, height; Go's size), with the
+    same input planes; a network with pooled heads made for one evaluates the other."""
+    if type(game) is not type(other) or game.num_planes != other.num_planes:
+        return False
+    differing = {key for key in {*game.config, *other.config} if game.config.get(key) != other.config.get(key)}
+    try:
+        return all(game.with_options(**{key: other.config.get(key)}).board_shape != game.board_shape
+                   for key in differing)
+    except GameError:
+        return False
+
+
+def head_planes(channels: int) -> int:
+    """The planes of each pooled head's 1x1 convolution: a quarter of the trunk's channels, at least 4."""
+    return max(4, channels // 4)
+
+
+def pad_boards(planes: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Boards of several sizes as one batch for a network with pooled heads: planes float
+    [b_i, C, H_i, W_i] -> (planes float [sum b_i, C, H, W] with each board at the top left and
+    zeros beyond it, on_board bool [sum b_i, H, W]); H, W the largest. Its logits number the
+    points row * W + col of that tensor (the pass last)."""
+    height, width = max(p.shape[2] for p in planes), max(p.shape[3] for p in planes)
+    out = planes[0].new_zeros(sum(p.shape[0] for p in planes), planes[0].shape[1], height, width)
+    on_board = torch.zeros(out.shape[0], height, width, dtype=torch.bool, device=out.device)
+    row = 0
+    for board in planes:
+        rows = slice(row, row + board.shape[0])
+        out[rows, :, : board.shape[2], : board.shape[3]] = board
+        on_board[rows, : board.shape[2], : board.shape[3]] = True
+        row += board.shape[0]
+    return out, on_board
 
 
 def score_limit(game: Game) -> int:
@@ -102,57 +166,14 @@ def score_limit(game: Game) -> int:
     return height * width + math.ceil(abs(game.komi or 0.0))
 
 
-def global_pool(x: torch.Tensor) -> torch.Tensor:
-    """float [B, C, H, W] -> float [B, 2C]: each channel's mean over the board, then each one's maximum.
-
-    (KataGo also pools the mean scaled by the board's width, which tells boards of several
-    sizes apart; one network here plays one board size, where that feature is the mean again.)
-    """
-    return torch.cat([x.mean(dim=(2, 3)), x.amax(dim=(2, 3))], dim=1)
-
-
-class ResidualBlock(nn.Module):
-    def __init__(self, channels: int):
-        super().__init__()
-        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(channels)
-        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(channels)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = F.relu(self.bn1(self.conv1(x)))
-        return F.relu(x + self.bn2(self.conv2(y)))
-
-
-class GlobalPoolingBlock(nn.Module):
-    """A residual block whose first convolution's output gets a bias per channel computed from
-    the whole board: `pooled` channels of a 3x3 convolution (batch norm, ReLU) are pooled
-    (`global_pool`) and mapped by a linear layer to one value per trunk channel (KataGo's
-    global pooling, in this network's post-activation order)."""
-
-    def __init__(self, channels: int, pooled: int):
-        super().__init__()
-        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(channels)
-        self.pool_conv = nn.Conv2d(channels, pooled, 3, padding=1, bias=False)
-        self.pool_bn = nn.BatchNorm2d(pooled)
-        self.pool_fc = nn.Linear(2 * pooled, channels)
-        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(channels)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        pooled = global_pool(F.relu(self.pool_bn(self.pool_conv(x))))
-        y = F.relu(self.bn1(self.conv1(x)) + self.pool_fc(pooled)[:, :, None, None])
-        return F.relu(x + self.bn2(self.conv2(y)))
-
-
 def pooling_blocks(blocks: int) -> list[int]:
     """Which residual blocks pool globally: every second one from the second (the only one of a one-block trunk)."""
     return [0] if blocks == 1 else list(range(1, blocks, 2))
 
 
 class PolicyValueNet(nn.Module):
-    """Residual policy-value network for one game's board, planes and actions."""
+    """Residual policy-value network for one game's board, planes and actions (with pooled heads,
+    for that game's boards of any size: `forward` and `outputs` take `on_board`, `pad_boards`)."""
 
     def __init__(self, config: NetworkConfig, game: Game):
         super().__init__()
@@ -162,53 +183,66 @@ class PolicyValueNet(nn.Module):
         height, width = game.board_shape
         self.num_actions = game.num_actions
         c = config.channels
-        self.stem = nn.Sequential(
-            nn.Conv2d(game.num_planes, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU()
-        )
+        self.stem = ConvNormRelu(game.num_planes, c, 3)
         pooling = pooling_blocks(config.blocks) if config.global_pooling else []
         self.trunk = nn.Sequential(*[GlobalPoolingBlock(c, max(1, c // 4)) if i in pooling else ResidualBlock(c)
                                      for i in range(config.blocks)])
-        self.policy_conv = nn.Sequential(nn.Conv2d(c, 2, 1, bias=False), nn.BatchNorm2d(2), nn.ReLU())
-        self.policy_fc = nn.Linear(2 * height * width, game.num_actions)
-        self.value_conv = nn.Sequential(nn.Conv2d(c, 1, 1, bias=False), nn.BatchNorm2d(1), nn.ReLU())
         self.wdl = config.value_head == "wdl"
-        self.value_fc = nn.Sequential(
-            nn.Linear(height * width, config.value_hidden), nn.ReLU(), nn.Linear(config.value_hidden, 3 if self.wdl else 1)
-        )
-        if config.opponent_policy:
-            self.opponent_policy_fc = nn.Linear(2 * height * width, game.num_actions)
+        if config.heads == "pooled":
+            self.heads = PooledHeads(c, head_planes(c), config.value_hidden, self.wdl, game.pass_action is not None,
+                                     config.opponent_policy)
+        else:  # (the layers are created in this order since the first checkpoints: same seeds, same weights)
+            self.policy_conv = ConvNormRelu(c, 2, 1)
+            self.policy_fc = nn.Linear(2 * height * width, game.num_actions)
+            self.value_conv = ConvNormRelu(c, 1, 1)
+            self.value_fc = nn.Sequential(nn.Linear(height * width, config.value_hidden), nn.ReLU(),
+                                          nn.Linear(config.value_hidden, 3 if self.wdl else 1))
+            if config.opponent_policy:
+                self.opponent_policy_fc = nn.Linear(2 * height * width, game.num_actions)
+            self.heads = FullyConnectedHeads(self.policy_conv, self.policy_fc, self.value_conv, self.value_fc, self.wdl,
+                                             getattr(self, "opponent_policy_fc", None))
         if config.ownership:
             self.ownership_conv = nn.Conv2d(c, 1, 1)
         if config.score:
             self.score_limit = score_limit(game)
             self.score_fc = nn.Linear(config.value_hidden, 2 * self.score_limit + 1)
 
-    def forward(self, planes: torch.Tensor, legal: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """planes float [B, C, H, W], legal bool [B, A] -> (logits float [B, A], value float [B])."""
-        x = self.trunk(self.stem(planes))
-        logits = self.policy_fc(self.policy_conv(x).flatten(1))
-        if legal is not None:
-            logits = logits.masked_fill(~legal, float("-inf"))
-        return logits, self._value(self.value_fc(self.value_conv(x).flatten(1)))
+    def forward(self, planes: torch.Tensor, legal: torch.Tensor | None = None,
+                on_board: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """planes float [B, C, H, W], legal bool [B, A] -> (logits float [B, A], value float [B]).
 
-    def _value(self, out: torch.Tensor) -> torch.Tensor:
-        """The value head's last layer's output [B, 1] (tanh) or [B, 3] (win, draw, loss) -> float [B]."""
-        return wdl_value(out) if self.wdl else torch.tanh(out).squeeze(1)
+        `on_board` bool [B, H, W] (pooled heads only): each board's points, for boards of several
+        sizes in one batch (`pad_boards`); None: every point of the tensor."""
+        if on_board is None:
+            return self.heads(self.trunk(self.stem(planes)), legal)
+        mask = on_board[:, None].to(planes.dtype)
+        return self.heads(self._masked_trunk(planes, mask), legal, mask)
 
-    def outputs(self, planes: torch.Tensor, legal: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-        """Every head's output for planes float [B, C, H, W] (the module docstring lists them)."""
-        x = self.trunk(self.stem(planes))
-        policy_features = self.policy_conv(x).flatten(1)
-        logits = self.policy_fc(policy_features)
-        if legal is not None:
-            logits = logits.masked_fill(~legal, float("-inf"))
-        hidden = self.value_fc[1](self.value_fc[0](self.value_conv(x).flatten(1)))
-        value_out = self.value_fc[2](hidden)
-        out = {"policy": logits, "value": self._value(value_out)}
-        if self.wdl:
-            out["value_logits"] = value_out
-        if self.config.opponent_policy:
-            out["opponent_policy"] = self.opponent_policy_fc(policy_features)
+    def _masked_trunk(self, planes: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The trunk's output with every point off the board at zero after each layer, as beyond a
+        board's edge: float [B, c, H, W]."""
+        x = self.stem(planes) * mask
+        for block in self.trunk:
+            x = block(x, mask)
+        return x
+
+    def parts(self) -> list:
+        """The parts `forward` runs one after another: the stem, each trunk block, the heads. Each
+        part's class names its int8 form (azero/quantized.py) in `int8_form`: a new kind of block
+        needs one there (Int8Network refuses a part without one, or one whose form disagrees)."""
+        return [self.stem, *self.trunk, self.heads]
+
+    def outputs(self, planes: torch.Tensor, legal: torch.Tensor | None = None,
+                on_board: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Every head's output for planes float [B, C, H, W] (the module docstring lists them);
+        `on_board` as in `forward`."""
+        if on_board is None:
+            x, mask = self.trunk(self.stem(planes)), None
+        else:
+            mask = on_board[:, None].to(planes.dtype)
+            x = self._masked_trunk(planes, mask)
+        out = self.heads.outputs(x, legal, mask)
+        hidden = out.pop("value_hidden")
         if self.config.ownership:
             out["ownership_logits"] = self.ownership_conv(x).squeeze(1)
         if self.config.score:
@@ -218,12 +252,6 @@ class PolicyValueNet(nn.Module):
     def describe(self) -> dict:
         """What a checkpoint needs to rebuild the network (plain values only)."""
         return {"game": self.game_spec, "network": asdict(self.config)}
-
-
-def wdl_value(logits: torch.Tensor) -> torch.Tensor:
-    """float [B, 3] logits of (win, draw, loss) -> float [B]: P(win) - P(loss)."""
-    probs = torch.softmax(logits, dim=1)
-    return probs[:, 0] - probs[:, 2]
 
 
 def masked_softmax(logits: torch.Tensor) -> torch.Tensor:

@@ -3,6 +3,13 @@
     module = Int8Network(net, calibration_positions(game))   # net in eval mode
     logits, value = module(planes, legal)                    # as net(planes, legal), in float32
 
+The int8 module follows the float network's structure: `net.parts()` lists its parts (the
+stem, each trunk block, the heads), and each part's class names its int8 form here in
+`int8_form` (blocks.ResidualBlock.int8_form is ResidualBlockInt8, ...). Building checks
+each form against its part in float32 on a few calibration positions, so a part this file
+has no form of, or a block changed without its form, is one Int8FormError naming this file
+and the part's type, never a wrong answer.
+
 Batch norm is folded into each convolution. Weights are int8 with one scale per
 output channel; activations are uint8 with one scale per tensor (0/1 planes are
 their own uint8 values). The trunk's convolutions and the two heads' 1x1
@@ -37,6 +44,8 @@ import torch
 from torch.nn import functional as F
 
 from games import Game, sample_uniform_legal
+
+from .pooling import board_pool, global_pool
 
 QUANTIZED_ENGINES = ("x86", "fbgemm", "onednn")
 VNNI_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
@@ -137,6 +146,11 @@ def _engine(name: str | None):
             torch.backends.quantized.engine = before
 
 
+class Int8FormError(TypeError):
+    """A part of the network that this module has no int8 form of, or whose form does not compute
+    what the part computes: the message names the part's type and this file."""
+
+
 def _folded(conv: torch.nn.Conv2d, norm: torch.nn.BatchNorm2d) -> tuple[torch.Tensor, torch.Tensor]:
     """(weight, bias) of the convolution followed by the batch norm in eval mode."""
     scale = norm.weight / torch.sqrt(norm.running_var + norm.eps)
@@ -154,87 +168,308 @@ def _int8_weight(weight: torch.Tensor) -> torch.Tensor:
     return torch.quantize_per_channel(weight, scale.double(), zero, 0, torch.qint8)
 
 
+class _Convolution:
+    """A convolution with its batch norm folded in (several stacked along the output channels:
+    one operator computes them all), in float32 for calibration and packed as int8."""
+
+    def __init__(self, *pairs: tuple[torch.nn.Conv2d, torch.nn.BatchNorm2d]):
+        conv = pairs[0][0]
+        folded = [_folded(c, n) for c, n in pairs]
+        self.weight = torch.cat([w for w, _ in folded])
+        self.bias = torch.cat([b for _, b in folded])
+        self.geometry = (list(conv.stride), list(conv.padding), list(conv.dilation), conv.groups)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """float [B, C, H, W] -> float [B, C', H', W'] (no ReLU)."""
+        stride, padding, dilation, groups = self.geometry
+        return F.conv2d(x, self.weight, self.bias, stride, padding, dilation, groups)
+
+    def packed(self):
+        """The int8 weights and float32 bias as PyTorch's quantized convolutions take them."""
+        return torch.ops.quantized.conv2d_prepack(_int8_weight(self.weight), self.bias, *self.geometry)
+
+
+def _high(x: torch.Tensor) -> tuple[float, float]:
+    """(0, max): the range of an activation after ReLU."""
+    return 0.0, x.max().item()
+
+
+def _span(x: torch.Tensor) -> tuple[float, float]:
+    return x.min().item(), x.max().item()
+
+
+class ConvNormReluInt8:
+    """The int8 form of a convolution, batch norm and ReLU (blocks.ConvNormRelu: the stem)."""
+
+    def __init__(self, module):
+        self.conv = _Convolution((module[0], module[1]))
+
+    def calibrate(self, x: torch.Tensor) -> torch.Tensor:
+        """Float [B, C, H, W] -> float [B, c, H, W], as the int8 form computes it before rounding;
+        notes the range of each activation it quantizes."""
+        y = F.relu(self.conv(x))
+        self.ranges = [_high(y)]
+        return y
+
+    def prepare(self, qparams, engine: str | None) -> None:
+        """Packs the weights and sets each output's (scale, zero point) from its range."""
+        self.weights, self.out_q = self.conv.packed(), qparams(*self.ranges[0])
+        self.conv2d_relu = _operators().conv2d_relu
+
+    def __call__(self, x):
+        """quint8 [B, C, H, W] -> quint8 [B, c, H, W]."""
+        return self.conv2d_relu(x, self.weights, *self.out_q)
+
+
+class ResidualBlockInt8:
+    """The int8 form of blocks.ResidualBlock: y + conv2(relu(conv1(y))), then ReLU; with the oneDNN
+    engine the addition happens inside the second convolution (one rounding, not two)."""
+
+    def __init__(self, block):
+        self.first = _Convolution((block.conv1, block.bn1))
+        self.second = _Convolution((block.conv2, block.bn2))
+
+    def _first_float(self, y: torch.Tensor) -> torch.Tensor:
+        self.ranges = []
+        return F.relu(self.first(y))
+
+    def calibrate(self, y: torch.Tensor) -> torch.Tensor:
+        """As ConvNormReluInt8.calibrate."""
+        t = self._first_float(y)
+        u = self.second(t)
+        out = F.relu(y + u)
+        self.ranges += [_high(t), _span(u), _high(out)]
+        return out
+
+    def prepare(self, qparams, engine: str | None) -> None:
+        """As ConvNormReluInt8.prepare."""
+        *first, t_range, u_range, out_range = self.ranges
+        self.first_q = [qparams(*r) for r in first]
+        self.t_q, self.u_q, self.out_q = qparams(*t_range), qparams(*u_range), qparams(*out_range)
+        self.first_weights, self.second_weights = self.first.packed(), self.second.packed()
+        self.fused_add = engine == "onednn"
+        operators = _operators()
+        self.conv2d_relu, self.conv2d = operators.conv2d_relu, operators.conv2d
+        self.conv2d_add_relu, self.add_relu = operators.conv2d_add_relu, operators.add_relu
+
+    def _second(self, t, y):
+        if self.fused_add:
+            return self.conv2d_add_relu(t, y, self.second_weights, *self.out_q)
+        return self.add_relu(y, self.conv2d(t, self.second_weights, *self.u_q), *self.out_q)
+
+    def __call__(self, y):
+        """quint8 [B, c, H, W] -> quint8 [B, c, H, W]."""
+        return self._second(self.conv2d_relu(y, self.first_weights, *self.t_q), y)
+
+
+class GlobalPoolingBlockInt8(ResidualBlockInt8):
+    """The int8 form of blocks.GlobalPoolingBlock: the first convolution and the pooling branch's
+    are one int8 convolution; the pooling, its linear layer and the bias run in float32, and the
+    sum is quantized again for the second convolution."""
+
+    def __init__(self, block):
+        self.first = _Convolution((block.conv1, block.bn1), (block.pool_conv, block.pool_bn))
+        self.second = _Convolution((block.conv2, block.bn2))
+        self.channels = block.conv1.out_channels
+        self.pool_weight = block.pool_fc.weight.detach().float()
+        self.pool_bias = block.pool_fc.bias.detach().float()
+
+    def _pooled(self, out: torch.Tensor) -> torch.Tensor:
+        """The first convolution's output after the pooled bias and ReLU: float [B, c, H, W] from the
+        fused convolution's output float [B, c + pooled, H, W] (before ReLU)."""
+        bias = F.linear(global_pool(F.relu(out[:, self.channels :])), self.pool_weight, self.pool_bias)
+        return F.relu(out[:, : self.channels] + bias[:, :, None, None])
+
+    def _first_float(self, y: torch.Tensor) -> torch.Tensor:
+        out = self.first(y)
+        self.ranges = [_span(out)]
+        return self._pooled(out)
+
+    def __call__(self, y):
+        """As ResidualBlockInt8's."""
+        out = self.conv2d(y, self.first_weights, *self.first_q[0]).dequantize()
+        with _quiet():
+            t = torch.quantize_per_tensor(self._pooled(out), *self.t_q, torch.quint8)
+        return self._second(t, y)
+
+
+def _value(out: torch.Tensor) -> torch.Tensor:
+    """The value head's last layer's output float [B, 1] (tanh) or [B, 3] (win, draw, loss) -> float [B]."""
+    if out.shape[1] == 3:
+        probs = torch.softmax(out, dim=1)
+        return probs[:, 0] - probs[:, 2]
+    return torch.tanh(out).squeeze(1)
+
+
+class _HeadsInt8:
+    """What both heads' int8 forms share: one int8 1x1 convolution (`self.conv`, fused with ReLU)
+    for both heads, then `_outputs` in float32 on its planes."""
+
+    def calibrate(self, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The trunk's output float [B, c, H, W] -> (logits float [B, A], value float [B])."""
+        h = F.relu(self.conv(y))
+        self.ranges = [_high(h)]
+        return self._outputs(h, None)
+
+    def prepare(self, qparams, engine: str | None) -> None:
+        """As ConvNormReluInt8.prepare."""
+        self.weights, self.out_q = self.conv.packed(), qparams(*self.ranges[0])
+        self.conv2d_relu = _operators().conv2d_relu
+
+    def __call__(self, y, legal: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """quint8 [B, c, H, W] -> (logits float [B, A], value float [B])."""
+        return self._outputs(self.conv2d_relu(y, self.weights, *self.out_q).dequantize(), legal)
+
+
+class FullyConnectedHeadsInt8(_HeadsInt8):
+    """The int8 form of blocks.FullyConnectedHeads: the two heads' 1x1 convolutions are one int8
+    convolution (fused with ReLU); the policy layer and the value head's hidden layer are one
+    float32 matrix product over its planes in channels-last order (as the quantized operators leave
+    them), then the value's last layer and tanh (or win, draw, loss)."""
+
+    def __init__(self, heads):
+        self.conv = _Convolution((heads.policy_conv[0], heads.policy_conv[1]),
+                                 (heads.value_conv[0], heads.value_conv[1]))
+        policy_planes = heads.policy_conv[0].out_channels
+        planes = policy_planes + heads.value_conv[0].out_channels
+        policy = heads.policy_fc.weight.detach().float()  # [A, p * cells], channel-major
+        hidden = heads.value_fc[0].weight.detach().float()  # [hidden, v * cells], channel-major
+        cells = policy.shape[1] // policy_planes
+        weight = torch.zeros(policy.shape[0] + hidden.shape[0], cells, planes)
+        weight[: policy.shape[0], :, :policy_planes] = policy.view(-1, policy_planes, cells).transpose(1, 2)
+        weight[policy.shape[0] :, :, policy_planes:] = hidden.view(hidden.shape[0], -1, cells).transpose(1, 2)
+        self.actions = policy.shape[0]
+        self.head_weight = weight.flatten(1).contiguous()
+        self.head_bias = torch.cat([heads.policy_fc.bias.detach().float(), heads.value_fc[0].bias.detach().float()])
+        self.value_weight = heads.value_fc[2].weight.detach().float().t().contiguous()  # [hidden, 1 or 3]
+        self.value_bias = heads.value_fc[2].bias.detach().float()
+
+    def _outputs(self, h: torch.Tensor, legal: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The head planes float [B, p + v, H, W] (channels-last memory: no copy) -> (logits, value)."""
+        out = torch.addmm(self.head_bias, h.permute(0, 2, 3, 1).reshape(h.shape[0], -1), self.head_weight.t())
+        logits = out[:, : self.actions]
+        if legal is not None:
+            logits = logits.masked_fill(~legal, float("-inf"))
+        return logits, _value(torch.addmm(self.value_bias, out[:, self.actions :].relu(), self.value_weight))
+
+
+def _first_output(layer) -> tuple[torch.Tensor, torch.Tensor]:
+    """(weight, bias) of a layer's first output channel (a convolution's or a linear layer's)."""
+    return layer.weight.detach().float()[:1], layer.bias.detach().float()[:1]
+
+
+class PooledHeadsInt8(_HeadsInt8):
+    """The int8 form of blocks.PooledHeads (on boards without a mask: every point on the board):
+    the two heads' 1x1 convolutions are one int8 convolution (fused with ReLU); the logit of each
+    point, the pooling, the pass and the value's layers run in float32 on its planes."""
+
+    def __init__(self, heads):
+        self.conv = _Convolution((heads.policy_conv[0], heads.policy_conv[1]),
+                                 (heads.value_conv[0], heads.value_conv[1]))
+        self.planes = heads.policy_conv[0].out_channels
+        self.points = _first_output(heads.policy_points)  # the player's own policy (not the opponent's)
+        self.pass_move = None if heads.policy_pass is None else _first_output(heads.policy_pass)
+        self.hidden = (heads.value_fc[0].weight.detach().float(), heads.value_fc[0].bias.detach().float())
+        self.value_out = (heads.value_fc[2].weight.detach().float(), heads.value_fc[2].bias.detach().float())
+
+    def _outputs(self, h: torch.Tensor, legal: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The head planes float [B, p + p, H, W] -> (logits float [B, H * W (+ 1)], value float [B])."""
+        policy, value_planes = h[:, : self.planes], h[:, self.planes :]
+        logits = F.conv2d(policy, *self.points).flatten(1)
+        if self.pass_move is not None:
+            logits = torch.cat([logits, F.linear(board_pool(policy), *self.pass_move)], dim=1)
+        if legal is not None:
+            logits = logits.masked_fill(~legal, float("-inf"))
+        return logits, _value(F.linear(F.relu(F.linear(board_pool(value_planes), *self.hidden)), *self.value_out))
+
+
+def _rows(out, count: int):
+    """The first `count` rows of a tensor or of each of a tuple of tensors."""
+    return tuple(o[:count] for o in out) if isinstance(out, tuple) else out[:count]
+
+
+CHECKED_POSITIONS = 16  # calibration positions each part's int8 form is checked on against the part
+
+
+def int8_form(part):
+    """The int8 form of one part of a network (`PolicyValueNet.parts()`), built from its weights:
+    the class its type names in `int8_form`; Int8FormError if it names none or the form cannot read it."""
+    kind = type(part).__name__
+    form = getattr(type(part), "int8_form", None)
+    if form is None:
+        raise Int8FormError(f"azero/quantized.py has no int8 form of {kind}: write one there (as ResidualBlockInt8 "
+                            f"for ResidualBlock) and name it in {kind}.int8_form, or run the network in "
+                            "float32 or bfloat16 (search.precision)")
+    try:
+        return form(part)
+    except (AttributeError, IndexError, TypeError, RuntimeError) as error:
+        raise Int8FormError(f"azero/quantized.py's {form.__name__} cannot read {kind} ({error}): "
+                            f"update it to {kind}'s layers") from error
+
+
+def _check(kind: str, form, ours, theirs) -> None:
+    """Int8FormError unless the float32 computation of the int8 form (`ours`) is the part's (`theirs`)."""
+    ours = ours if isinstance(ours, tuple) else (ours,)
+    theirs = theirs if isinstance(theirs, tuple) else (theirs,)
+    if len(ours) != len(theirs):
+        raise Int8FormError(f"azero/quantized.py's {form} gives {len(ours)} outputs, {kind} {len(theirs)}: "
+                            f"update it to {kind}.forward")
+    for mine, real in zip(ours, theirs):
+        finite = torch.isfinite(real)
+        if mine.shape != real.shape:
+            gap = f"shape {tuple(mine.shape)}, not {tuple(real.shape)}"
+        elif not torch.equal(finite, torch.isfinite(mine)):
+            gap = "infinite or NaN where it is not"
+        elif torch.allclose(mine[finite], real[finite], rtol=1e-3, atol=1e-4 * (1 + real[finite].abs().max().item())):
+            continue
+        else:
+            gap = f"off by up to {(mine[finite] - real[finite]).abs().max().item():.3g}"
+        raise Int8FormError(f"azero/quantized.py's {form} does not compute what {kind} does ({gap} on calibration "
+                            f"positions): update it to {kind}.forward")
+
+
 class Int8Network:
-    """A PolicyValueNet in eval mode as int8 operators (see the module's docstring)."""
+    """A PolicyValueNet in eval mode as int8 operators (see the module's docstring), built part by
+    part (`net.parts()`: the stem, each trunk block, the heads) from each part's `int8_form`.
+
+    Building checks each form against its part in float32 on the first CHECKED_POSITIONS
+    calibration positions: a part this module has no form of, or one whose form no longer
+    computes what it does, is an Int8FormError naming both."""
 
     def __init__(self, net, calibration: torch.Tensor, levels: int | None = None):
         if net.training:
             raise ValueError("Int8Network needs the network in eval mode (its batch norm statistics are folded)")
         self.levels = levels or (255 if native_int8() else 127)
-        with torch.no_grad():
-            convs = [_folded(net.stem[0], net.stem[1])]
-            # per block: None, or the pooling branch's (channels of the first convolution, linear layer)
-            self.pooling: list[tuple[int, torch.Tensor, torch.Tensor] | None] = []
-            for block in net.trunk:
-                first = _folded(block.conv1, block.bn1)
-                if hasattr(block, "pool_conv"):
-                    pool_w, pool_b = _folded(block.pool_conv, block.pool_bn)
-                    first = (torch.cat([first[0], pool_w]), torch.cat([first[1], pool_b]))
-                    self.pooling.append((block.conv1.out_channels, block.pool_fc.weight.detach().float(),
-                                         block.pool_fc.bias.detach().float()))
-                else:
-                    self.pooling.append(None)
-                convs += [first, _folded(block.conv2, block.bn2)]
-            policy_w, policy_b = _folded(net.policy_conv[0], net.policy_conv[1])
-            value_w, value_b = _folded(net.value_conv[0], net.value_conv[1])
-            head = (torch.cat([policy_w, value_w]), torch.cat([policy_b, value_b]))
-            self.policy_planes = policy_w.shape[0]
-            ranges = self._ranges(calibration.float(), convs, head)
+        x = calibration.float()
         # planes of small whole numbers (0/1) are their own uint8 values: no rounding, no scaling
         self.whole_planes = bool((calibration == calibration.round()).all() and calibration.min() >= 0
                                  and calibration.max() <= self.levels)
-        self.input_q = (1.0, 0) if self.whole_planes else self._qparams(*ranges[0])
-        self.output_q = [self._qparams(*r) for r in ranges[1:]]
+        self.input_q = (1.0, 0) if self.whole_planes else self._qparams(*_span(x))
+        with torch.no_grad():
+            parts = []
+            planes = x[:CHECKED_POSITIONS]
+            expected = planes
+            for part in net.parts():
+                form = int8_form(part)
+                expected = part(expected)
+                try:
+                    x = form.calibrate(x)
+                except RuntimeError as error:  # e.g. a convolution's weights of another shape than its input's
+                    raise Int8FormError(f"azero/quantized.py's {type(form).__name__} cannot compute "
+                                        f"{type(part).__name__} ({' '.join(str(error).split())}): update it to "
+                                        f"{type(part).__name__}.forward") from error
+                _check(type(part).__name__, type(form).__name__, _rows(x, len(planes)), expected)
+                parts.append(form)
+            whole = net(planes)
+            if not all(torch.allclose(a, b, rtol=1e-4, atol=1e-5) for a, b in zip(whole, expected, strict=True)):
+                raise Int8FormError(f"{type(net).__name__}.parts() does not list the parts its forward runs, in "
+                                    "order: azero/quantized.py builds the int8 form from that list")
         # oneDNN adds the residual inside the block's second convolution (one rounding, not two)
         self.engine = "onednn" if "onednn" in torch.backends.quantized.supported_engines else None
         with _engine(self.engine), _quiet():
-            pack = torch.ops.quantized.conv2d_prepack
-            self.convs = [pack(_int8_weight(w), b, [1, 1], [1, 1], [1, 1], 1) for w, b in convs]
-            self.head = pack(_int8_weight(head[0]), head[1], [1, 1], [0, 0], [1, 1], 1)
-        self._linear_heads(net)
-
-    def _linear_heads(self, net) -> None:
-        """The policy layer and the value head's hidden layer as one matrix over the head planes
-        in channels-last order (as the quantized operators leave them): one product for both."""
-        planes = self.policy_planes + 1
-        policy = net.policy_fc.weight.detach().float()  # [A, p * cells], channel-major
-        hidden = net.value_fc[0].weight.detach().float()  # [hidden, cells]
-        cells = hidden.shape[1]
-        weight = torch.zeros(policy.shape[0] + hidden.shape[0], cells, planes)
-        weight[: policy.shape[0], :, : self.policy_planes] = policy.view(-1, self.policy_planes, cells).transpose(1, 2)
-        weight[policy.shape[0] :, :, self.policy_planes] = hidden
-        self.actions = policy.shape[0]
-        self.head_weight = weight.flatten(1).contiguous()
-        self.head_bias = torch.cat([net.policy_fc.bias.detach().float(), net.value_fc[0].bias.detach().float()])
-        self.value_weight = net.value_fc[2].weight.detach().float().t().contiguous()  # [hidden, 1 or 3]
-        self.value_bias = net.value_fc[2].bias.detach().float()
-
-    @staticmethod
-    def _pool_bias(out: torch.Tensor, pooling: tuple[int, torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        """A pooling block's first convolution's output after the pooled bias and ReLU: float [B, c, H, W]
-        from the fused convolution's output float [B, c + pooled, H, W] (before ReLU)."""
-        channels, weight, bias = pooling
-        pooled = F.relu(out[:, channels:])
-        pooled = torch.cat([pooled.mean(dim=(2, 3)), pooled.amax(dim=(2, 3))], dim=1)
-        return F.relu(out[:, :channels] + F.linear(pooled, weight, bias)[:, :, None, None])
-
-    def _ranges(self, x, convs, head) -> list[tuple[float, float]]:
-        """(min, max) of the input and of every quantized output, in the order `__call__` makes them."""
-        ranges = [(x.min().item(), x.max().item())]
-        y = F.relu(F.conv2d(x, *convs[0], padding=1))
-        ranges.append((0.0, y.max().item()))
-        for first, second, pooling in zip(convs[1::2], convs[2::2], self.pooling):
-            if pooling is None:
-                t = F.relu(F.conv2d(y, *first, padding=1))
-            else:  # the fused convolution's output, then the sum that is quantized again
-                out = F.conv2d(y, *first, padding=1)
-                t = self._pool_bias(out, pooling)
-                ranges.append((out.min().item(), out.max().item()))
-            u = F.conv2d(t, *second, padding=1)
-            y = F.relu(y + u)
-            ranges += [(0.0, t.max().item()), (u.min().item(), u.max().item()), (0.0, y.max().item())]
-        ranges.append((0.0, F.relu(F.conv2d(y, *head)).max().item()))
-        return ranges
+            for form in parts:
+                form.prepare(self._qparams, self.engine)
+        self.stem, *self.blocks, self.heads = parts
 
     def _qparams(self, low: float, high: float) -> tuple[float, int]:
         """(scale, zero point) of uint8 covering [low, high] and 0."""
@@ -244,8 +479,6 @@ class Int8Network:
 
     def __call__(self, planes: torch.Tensor, legal: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """planes float [B, C, H, W] -> (logits float [B, A], value float [B]), as PolicyValueNet.forward."""
-        quantized = _operators()
-        scales = iter(self.output_q)
         if self.whole_planes:
             values = planes.to(torch.uint8, memory_format=torch.channels_last)
             x = torch._make_per_tensor_quantized_tensor(values, *self.input_q)
@@ -253,28 +486,7 @@ class Int8Network:
             with _quiet():
                 x = torch.quantize_per_tensor(planes.float(), *self.input_q, torch.quint8)
         with _engine(self.engine):
-            y = quantized.conv2d_relu(x, self.convs[0], *next(scales))
-            for first, second, pooling in zip(self.convs[1::2], self.convs[2::2], self.pooling):
-                if pooling is None:
-                    t = quantized.conv2d_relu(y, first, *next(scales))
-                else:
-                    out = quantized.conv2d(y, first, *next(scales)).dequantize()
-                    with _quiet():
-                        t = torch.quantize_per_tensor(self._pool_bias(out, pooling), *next(scales), torch.quint8)
-                if self.engine == "onednn":
-                    next(scales)  # the sum's own range is not needed
-                    y = quantized.conv2d_add_relu(t, y, second, *next(scales))
-                else:
-                    u = quantized.conv2d(t, second, *next(scales))
-                    y = quantized.add_relu(y, u, *next(scales))
-            h = quantized.conv2d_relu(y, self.head, *next(scales)).dequantize()
-        # [B, p + 1, H, W] in channels-last memory -> [B, H * W * (p + 1)] without a copy
-        out = torch.addmm(self.head_bias, h.permute(0, 2, 3, 1).reshape(h.shape[0], -1), self.head_weight.t())
-        logits = out[:, : self.actions]
-        if legal is not None:
-            logits = logits.masked_fill(~legal, float("-inf"))
-        value = torch.addmm(self.value_bias, out[:, self.actions :].relu(), self.value_weight)
-        if value.shape[1] == 3:  # win, draw, loss
-            probs = torch.softmax(value, dim=1)
-            return logits, probs[:, 0] - probs[:, 2]
-        return logits, torch.tanh(value).squeeze(1)
+            y = self.stem(x)
+            for block in self.blocks:
+                y = block(y)
+            return self.heads(y, legal)
