@@ -139,3 +139,25 @@ def test_pooled_heads_refuse_what_they_cannot_serve():
     planes, on_board = pad_boards([positions(GOMOKU[9], 1, seed=0)[1]])
     with pytest.raises(ValueError, match="fully connected heads read boards of one size"):
         net(planes, None, on_board)
+
+
+def test_a_size_curriculum_hands_a_small_boards_network_to_a_larger_boards_run(tmp_path):
+    """train.py --init-from (azero/warm_start.py): a pooled 7x7 gomoku network starts a 9x9 run;
+    fully connected heads, bound to their board, are refused."""
+    from azero.config import load_config
+    from azero.warm_start import read_initial_network, start_network
+
+    small = games.make("gomoku", size=7, k=5)
+    config = load_config(game="gomoku", overrides=["game.spec=gomoku:size=9,k=5", "network.heads=pooled"])
+    net = PolicyValueNet(config.network, small).eval()
+    path = tmp_path / "small.pt"
+    atomic_save(network_checkpoint(net, small, 3), path)
+    weights = read_initial_network(config, str(path))
+    assert weights.origin["game"] == small.spec and weights.origin["iteration"] == 3
+    large = PolicyValueNet(config.network, games.make_from_spec(config.game.spec))
+    start_network(large, large, weights)
+    assert all(torch.equal(a, b) for a, b in zip(net.state_dict().values(), large.state_dict().values()))
+    fixed = load_config(game="gomoku", overrides=["game.spec=gomoku:size=9,k=5"])
+    atomic_save(network_checkpoint(PolicyValueNet(fixed.network, small), small, 3), path)
+    with pytest.raises(UserError, match="only with pooled heads"):
+        read_initial_network(fixed, str(path))
