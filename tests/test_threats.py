@@ -251,20 +251,31 @@ def squares(game, sequence) -> list[str]:
 GOMOKU = games.make("gomoku", size=15)
 
 
+# from uniformly random play (seed 1, random_positions): O to move wins by five attacker moves
+LONG_VCF = {
+    "X": ["a15", "c15", "e14", "d13", "e13", "l13", "d12", "l12", "f10", "m8", "o8", "e7", "h7", "b6", "d6", "e6",
+          "m6", "i5", "d4", "i4", "m3", "a2", "g1", "n1"],
+    "O": ["e15", "f15", "f14", "k14", "i13", "k13", "m12", "h11", "m11", "j10", "b9", "c9", "j9", "o9", "c7", "f7",
+          "m7", "f5", "h3", "k3", "k2", "k1", "m1"],
+}
+
+
 def test_a_long_vcf_is_found_and_really_forces():
-    # X makes a four on row 3 to place f3's neighbour... a staircase: each four adds the stone
-    # the next one needs; the last makes an open four on row 8.
-    stones = {"X": ["c8", "d8", "g7", "h7", "i7", "h5", "h4"],
-              "O": ["k7", "h3", "a1", "a3", "a5", "o15", "o13", "n1", "b15"]}
-    state = position(GOMOKU, stones, to_play=0)
+    state = position(GOMOKU, LONG_VCF, to_play=1)
     win = threats.find_win(GOMOKU, state, max_depth=12)
     assert int(win.status[0]) == threats.FOUND
     length = int(win.length[0])
     sequence = win.sequence[0, :length].tolist()
-    assert length >= 5, squares(GOMOKU, sequence)  # three attacker moves or more
+    assert length == 9, squares(GOMOKU, sequence)  # five attacker moves
     assert_forces(GOMOKU, state, sequence)
-    shorter = threats.find_win(GOMOKU, state, max_depth=(length + 1) // 2 - 1)
+    shorter = threats.find_win(GOMOKU, state, max_depth=4)
     assert int(shorter.status[0]) == threats.NONE
+    # the defender, to move instead, sees the threat and the moves that stop it
+    guard = threats.forced_defence(GOMOKU, position(GOMOKU, LONG_VCF, to_play=0))
+    assert int(guard.status[0]) == threats.DEFENDED and int(guard.threat_length[0]) == 9
+    for move in guard.moves[0].nonzero().view(-1).tolist():
+        after = GOMOKU.step(position(GOMOKU, LONG_VCF, to_play=0), torch.tensor([move]))
+        assert int(threats.find_win(GOMOKU, after).status[0]) != threats.FOUND
 
 
 def test_the_only_win_blocks_with_a_four():
@@ -327,9 +338,10 @@ def test_finished_and_other_games():
     assert int(threats.find_win(GOMOKU, state).action[0]) == NO_ACTION
     assert int(threats.forced_defence(GOMOKU, state).status[0]) == threats.NO_THREAT
     tictactoe = games.make("tictactoe")
-    corner = tictactoe.initial_state(1)
-    for a in (4, 0, 8):  # X centre, O corner, X opposite corner... O must block nothing yet
-        corner = tictactoe.step(corner, torch.tensor([a]))
+    fork = tictactoe.from_board(torch.tensor([[1, 0, -1], [0, -1, 0], [0, 0, 1]]), to_play=0)
+    win = threats.find_win(tictactoe, fork)  # X must block at 7 (action 6), which threatens 4 and 8 at once
+    assert win.sequence[0, :int(win.length[0])].tolist()[:1] == [6] and int(win.length[0]) == 3
+    assert_forces(tictactoe, fork, win.sequence[0, :3].tolist())
     assert threats.supports(tictactoe) and not threats.supports(games.make("connect4"))
     with pytest.raises(games.GameError, match="k-in-a-row"):
         threats.find_win(games.make("connect4"), games.make("connect4").initial_state(1))
@@ -338,35 +350,38 @@ def test_finished_and_other_games():
 
 
 def test_the_node_bound_cuts_the_search_off():
-    stones = {"X": ["c8", "d8", "g7", "h7", "i7", "h5", "h4"],
-              "O": ["k7", "h3", "a1", "a3", "a5", "o15", "o13", "n1", "b15"]}
-    win = threats.find_win(GOMOKU, position(GOMOKU, stones, to_play=0), max_nodes=3)
+    win = threats.find_win(GOMOKU, position(GOMOKU, LONG_VCF, to_play=1), max_nodes=3)
     assert int(win.status[0]) == threats.CUT_OFF and int(win.action[0]) == NO_ACTION
     assert int(win.nodes[0]) == 4  # the fourth node is the one over the bound
 
 
 # -- the same answers without numba --------------------------------------------------------------
 FALLBACK = """
-import json, torch, games
+import json, games
 from games import threats
 from tests.test_threats import random_positions, stack
-game = games.make("gomoku", size=6, k=4, rule="{rule}")
-states = stack(random_positions(game, 6, 5))
-win = threats.find_win(game, states, max_depth=3)
-guard = threats.forced_defence(game, states, max_depth=3)
-print(json.dumps([win.sequence.tolist(), win.status.tolist(), win.nodes.tolist(), guard.moves.tolist(),
-                  guard.status.tolist(), guard.delaying.tolist()]))
+answers = []
+for rule in ("freestyle", "standard"):
+    game = games.make("gomoku", size=6, k=4, rule=rule)
+    states = stack(random_positions(game, 4, 1 if rule == "freestyle" else 101))
+    win = threats.find_win(game, states, max_depth=3)
+    guard = threats.forced_defence(game, states, max_depth=3)
+    answers.append([win.sequence.tolist(), win.status.tolist(), win.nodes.tolist(), guard.moves.tolist(),
+                    guard.status.tolist(), guard.delaying.tolist(), guard.nodes.tolist()])
+print(json.dumps(answers))
 """
 
 
-@pytest.mark.parametrize("rule", ["freestyle", "standard"])
-def test_without_numba_the_answers_are_the_same(rule):
+def test_without_numba_the_answers_are_the_same():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     answers = []
     for switch in ("0", "1"):
         env = {**os.environ, "AZERO_NO_KERNELS": switch, "PYTHONPATH": root}
-        run = subprocess.run([sys.executable, "-c", FALLBACK.format(rule=rule)], env=env, cwd=root,
-                             capture_output=True, text=True, timeout=300)
+        run = subprocess.run([sys.executable, "-c", FALLBACK], env=env, cwd=root, capture_output=True, text=True,
+                             timeout=300)
         assert run.returncode == 0, run.stderr
         answers.append(json.loads(run.stdout))
     assert answers[0] == answers[1]
+    wins = [status for rule in answers[0] for status in rule[1]]
+    defences = [status for rule in answers[0] for status in rule[4]]
+    assert threats.FOUND in wins and threats.DEFENDED in defences  # wins and defences to agree on
