@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .base import NO_ACTION, BoardState, Game, GameError, player_sign
+from .base import NO_ACTION, BoardState, Game, GameError, keeps_rules, player_sign
 from .gomoku import Gomoku
 from .lines import window_table
 from . import threat_kernels as loops
@@ -120,9 +120,9 @@ class Defence:
 
 
 def supports(game: Game) -> bool:
-    """Whether the threat search knows the game's rules (gomoku's, tic-tac-toe's: stones placed
-    anywhere, k in a row wins)."""
-    return isinstance(game, Gomoku)
+    """Whether the threat search knows the game's rules: gomoku's and tic-tac-toe's (stones placed
+    anywhere, k in a row wins), not a subclass that plays by rules of its own."""
+    return isinstance(game, Gomoku) and keeps_rules(type(game), Gomoku)
 
 
 @functools.lru_cache(maxsize=16)
