@@ -217,8 +217,17 @@ def check_defence(options: dict, count: int, seed: int, max_depth: int) -> int:
         assert int(guard.action[i]) == (stops[0] if len(stops) == 1 else NO_ACTION)
         threat = guard.threat[i, :int(guard.threat_length[i])].tolist()
         assert_forces(game, game.from_board(state.board[0], to_play=1 - int(state.to_play[0])), threat)
-        for x in guard.delaying[i].nonzero().view(-1).tolist():
-            assert x in stops and len(reference.completing(board[:x] + [me] + board[x + 1:], me)) == 1
+        delaying = []
+        for x in stops:  # a four whose forced block leaves the opponent threatening again
+            board[x] = me
+            block = reference.completing(board, me)
+            if len(block) == 1:
+                board[block[0]] = -me
+                if reference.wins_within(board, -me, max_depth):
+                    delaying.append(x)
+                board[block[0]] = 0
+            board[x] = 0
+        assert guard.delaying[i].nonzero().view(-1).tolist() == delaying
     return threatened
 
 
