@@ -275,7 +275,7 @@ def squares(game, sequence) -> list[str]:
 GOMOKU = games.make("gomoku", size=15)
 
 
-# from uniformly random play (seed 1, random_positions): O to move wins by five attacker moves
+# a position of uniformly random play on 15 x 15: O, to move, wins by five attacker moves and no fewer
 LONG_VCF = {
     "X": ["a15", "c15", "e14", "d13", "e13", "l13", "d12", "l12", "f10", "m8", "o8", "e7", "h7", "b6", "d6", "e6",
           "m6", "i5", "d4", "i4", "m3", "a2", "g1", "n1"],
