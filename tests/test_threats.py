@@ -367,6 +367,12 @@ def test_finished_and_other_games():
     assert win.sequence[0, :int(win.length[0])].tolist()[:1] == [6] and int(win.length[0]) == 3
     assert_forces(tictactoe, fork, win.sequence[0, :3].tolist())
     assert threats.supports(tictactoe) and not threats.supports(games.make("connect4"))
+
+    class OwnRules(games.Gomoku):  # a variant that plays by rules of its own is not searched as gomoku
+        def _apply(self, state, action):
+            return super()._apply(state, action)
+
+    assert not threats.supports(OwnRules(size=9))
     with pytest.raises(games.GameError, match="k-in-a-row"):
         threats.find_win(games.make("connect4"), games.make("connect4").initial_state(1))
     with pytest.raises(games.GameError, match="max_depth"):
