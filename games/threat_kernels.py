@@ -158,9 +158,9 @@ def _prepare(board, counts, windows, rays, k, exact, stone, d, candidates, count
     wins at once; else fills candidates[d, :count[d]] with the moves to try (none if the defender
     has two completing squares, only the defender's completing square if it has one) and returns 0.
     """
-    if completing_squares(board, counts, windows, rays, k, exact, stone, pair, 1) > 0:
+    if completing_squares(board, counts, windows, rays, k, exact, stone, pair, np.int64(1)) > 0:
         return 1
-    threats = completing_squares(board, counts, windows, rays, k, exact, -stone, pair, 2)
+    threats = completing_squares(board, counts, windows, rays, k, exact, -stone, pair, np.int64(2))
     if threats >= 2:
         count[d] = 0
     elif threats == 1:
@@ -174,8 +174,8 @@ def _prepare(board, counts, windows, rays, k, exact, stone, d, candidates, count
 @njit(cache=True, nogil=True)
 def _unwind(board, counts, cell_windows, zobrist, moves, replies, d):  # pragma: no cover - compiled
     for i in range(d - 1, -1, -1):
-        _lift(board, counts, cell_windows, zobrist, 0, replies[i])
-        _lift(board, counts, cell_windows, zobrist, 0, moves[i])
+        _lift(board, counts, cell_windows, zobrist, np.int64(0), replies[i])
+        _lift(board, counts, cell_windows, zobrist, np.int64(0), moves[i])
 
 
 @njit(cache=True, nogil=True)
@@ -192,7 +192,7 @@ def _search_to(board, counts, windows, cell_windows, rays, zobrist, k, exact, st
     h = _board_hash(board, zobrist)
     hashes[0] = h
     stamp[0] += 1
-    if _prepare(board, counts, windows, rays, k, exact, stone, 0, candidates, count, seen, stamp[0], pair):
+    if _prepare(board, counts, windows, rays, k, exact, stone, np.int64(0), candidates, count, seen, stamp[0], pair):
         sequence[0] = pair[0]
         info[1] = 1
         return FOUND
@@ -211,20 +211,20 @@ def _search_to(board, counts, windows, cell_windows, rays, zobrist, k, exact, st
                 info[2] = cut[0]
                 return NONE
             d -= 1
-            _lift(board, counts, cell_windows, zobrist, 0, replies[d])
-            _lift(board, counts, cell_windows, zobrist, 0, moves[d])
+            _lift(board, counts, cell_windows, zobrist, np.int64(0), replies[d])
+            _lift(board, counts, cell_windows, zobrist, np.int64(0), moves[d])
             cut[d] |= cut[d + 1]
             continue
-        m = candidates[d, nexti[d]]
+        m = np.int64(candidates[d, nexti[d]])
         nexti[d] += 1
         info[0] += 1
         if info[0] > max_nodes:
-            _unwind(board, counts, cell_windows, zobrist, moves, replies, d)
+            _unwind(board, counts, cell_windows, zobrist, moves, replies, np.int64(d))
             return CUT_OFF
         h = _place(board, counts, cell_windows, zobrist, hashes[d], m, stone)
         threats = _squares_through(board, counts, windows, cell_windows, rays, k, exact, stone, m, squares)
         if threats == 0:  # not a four
-            _lift(board, counts, cell_windows, zobrist, 0, m)
+            _lift(board, counts, cell_windows, zobrist, np.int64(0), m)
             continue
         if threats >= 2:  # two completing squares (the defender has none of its own): won
             for i in range(d):
@@ -234,11 +234,11 @@ def _search_to(board, counts, windows, cell_windows, rays, zobrist, k, exact, st
             sequence[2 * d + 1] = squares[0]  # one reply (every other loses as well), then the other square
             sequence[2 * d + 2] = squares[1]
             info[1] = 2 * d + 3
-            _lift(board, counts, cell_windows, zobrist, 0, m)
-            _unwind(board, counts, cell_windows, zobrist, moves, replies, d)
+            _lift(board, counts, cell_windows, zobrist, np.int64(0), m)
+            _unwind(board, counts, cell_windows, zobrist, moves, replies, np.int64(d))
             return FOUND
         if limit - (d + 1) < 2:  # the child could only win at once, and a forced reply leaves no win
-            _lift(board, counts, cell_windows, zobrist, 0, m)
+            _lift(board, counts, cell_windows, zobrist, np.int64(0), m)
             cut[d] = 1
             continue
         t = squares[0]
@@ -247,8 +247,8 @@ def _search_to(board, counts, windows, cell_windows, rays, zobrist, k, exact, st
         if table_stamp[slot] == stamp_now[0] and table_keys[slot] == h and table_depth[slot] >= limit - (d + 1):
             if table_depth[slot] != _UNBOUNDED:
                 cut[d] = 1
-            _lift(board, counts, cell_windows, zobrist, 0, t)
-            _lift(board, counts, cell_windows, zobrist, 0, m)
+            _lift(board, counts, cell_windows, zobrist, np.int64(0), t)
+            _lift(board, counts, cell_windows, zobrist, np.int64(0), m)
             continue
         moves[d] = m
         replies[d] = t
@@ -264,7 +264,7 @@ def _search_to(board, counts, windows, cell_windows, rays, zobrist, k, exact, st
                 sequence[2 * i + 1] = replies[i]
             sequence[2 * d] = pair[0]
             info[1] = 2 * d + 1
-            _unwind(board, counts, cell_windows, zobrist, moves, replies, d)
+            _unwind(board, counts, cell_windows, zobrist, moves, replies, np.int64(d))
             return FOUND
 
 
@@ -310,7 +310,7 @@ def _replay_holds(board, counts, windows, cell_windows, rays, zobrist, k, exact,
     holds = False
     i = 0
     while True:
-        if completing_squares(board, counts, windows, rays, k, exact, stone, pair, 1) > 0:
+        if completing_squares(board, counts, windows, rays, k, exact, stone, pair, np.int64(1)) > 0:
             holds = True
             break
         if i >= length:
@@ -318,10 +318,10 @@ def _replay_holds(board, counts, windows, cell_windows, rays, zobrist, k, exact,
         m = sequence[i]
         if board[m] != 0:
             break
-        threats = completing_squares(board, counts, windows, rays, k, exact, -stone, pair, 2)
+        threats = completing_squares(board, counts, windows, rays, k, exact, -stone, pair, np.int64(2))
         if threats >= 2 or (threats == 1 and pair[0] != m):
             break
-        _place(board, counts, cell_windows, zobrist, 0, m, stone)
+        _place(board, counts, cell_windows, zobrist, np.int64(0), m, stone)
         placed[n] = m
         n += 1
         fours = _squares_through(board, counts, windows, cell_windows, rays, k, exact, stone, m, squares)
@@ -330,19 +330,19 @@ def _replay_holds(board, counts, windows, cell_windows, rays, zobrist, k, exact,
             break
         if fours == 0:
             break
-        _place(board, counts, cell_windows, zobrist, 0, squares[0], -stone)
+        _place(board, counts, cell_windows, zobrist, np.int64(0), squares[0], -stone)
         placed[n] = squares[0]
         n += 1
         i += 2
     for j in range(n - 1, -1, -1):
-        _lift(board, counts, cell_windows, zobrist, 0, placed[j])
+        _lift(board, counts, cell_windows, zobrist, np.int64(0), placed[j])
     return holds
 
 
 @njit(cache=True, nogil=True)
 def find_wins(boards, stones, done, windows, cell_windows, rays, zobrist, k, exact, max_depth, max_nodes, work, table,
               sequences, lengths, statuses, nodes):  # pragma: no cover - compiled
-    """For each board (int8 [B, cells]), the shortest VCF of the colour to move (stones int8 [B]):
+    """For each board (int8 [B, cells]), the shortest VCF of the colour to move (stones long [B]):
     sequences [B, 2 * max_depth - 1] (-1 after lengths[b]), statuses FOUND / NONE / CUT_OFF, nodes."""
     cells = boards.shape[1]
     board = np.empty(cells, np.int8)
@@ -373,7 +373,7 @@ NO_THREAT, DEFENDED, LOST, WINS, UNKNOWN = 0, 1, 2, 3, -1
 @njit(cache=True, nogil=True)
 def defend(boards, stones, done, windows, cell_windows, rays, zobrist, k, exact, max_depth, max_nodes, work, table,
            moves, delaying, statuses, threats, threat_lengths, nodes):  # pragma: no cover - compiled
-    """For each board, the moves of the colour to move (stones int8 [B]) after which the opponent
+    """For each board, the moves of the colour to move (stones long [B]) after which the opponent
     has neither a completing square nor a VCF (moves bool [B, cells]); among them the fours after
     whose forced block the opponent threatens again (delaying); the opponent's threat found
     with the side to move passing (threats [B, 2 * max_depth - 1], threat_lengths), the statuses
@@ -420,8 +420,8 @@ def defend(boards, stones, done, windows, cell_windows, rays, zobrist, k, exact,
         for x in range(cells):
             if board[x] != 0:
                 continue
-            _place(board, counts, cell_windows, zobrist, 0, x, stone)
-            if completing_squares(board, counts, windows, rays, k, exact, -stone, pair, 1) > 0:
+            _place(board, counts, cell_windows, zobrist, np.int64(0), x, stone)
+            if completing_squares(board, counts, windows, rays, k, exact, -stone, pair, np.int64(1)) > 0:
                 stops = False
             elif _replay_holds(board, counts, windows, cell_windows, rays, zobrist, k, exact, -stone, threats[b], length,
                                placed, pair, squares):
@@ -433,13 +433,13 @@ def defend(boards, stones, done, windows, cell_windows, rays, zobrist, k, exact,
                 stops = again != FOUND  # a search cut off by the node bound keeps the move
             if stops and _squares_through(board, counts, windows, cell_windows, rays, k, exact, stone, x, squares) == 1:
                 # a four: after the forced block, would the opponent threaten again?
-                _place(board, counts, cell_windows, zobrist, 0, squares[0], -stone)
+                _place(board, counts, cell_windows, zobrist, np.int64(0), squares[0], -stone)
                 again = vcf(board, counts, windows, cell_windows, rays, zobrist, k, exact, -stone, max_depth, max_nodes,
                             work, table, scratch, info)
                 nodes[b] += info[0]
                 delaying[b, x] = again == FOUND
-                _lift(board, counts, cell_windows, zobrist, 0, squares[0])
-            _lift(board, counts, cell_windows, zobrist, 0, x)
+                _lift(board, counts, cell_windows, zobrist, np.int64(0), squares[0])
+            _lift(board, counts, cell_windows, zobrist, np.int64(0), x)
             moves[b, x] = stops
             stopped |= stops
         statuses[b] = DEFENDED if stopped else LOST

@@ -152,7 +152,7 @@ def _arguments(game: Game, state: BoardState, max_depth: int, max_nodes: int) ->
     windows, cell_windows, zobrist = _tables(game.height, game.width, game.k)
     batch = state.batch_size
     boards = state.board.detach().to("cpu", torch.int8).reshape(batch, -1).contiguous().numpy()
-    stones = player_sign(state.to_play.detach().cpu()).to(torch.int8).contiguous().numpy()
+    stones = player_sign(state.to_play.detach().cpu()).to(torch.int64).contiguous().numpy()
     done = state.done.detach().cpu().contiguous().numpy()
     rays = np.ascontiguousarray(game._kernel_rays)
     table_bits = int(min(20, max(10, np.ceil(np.log2(2 * max_nodes + 2)))))
