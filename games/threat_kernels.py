@@ -372,12 +372,14 @@ NO_THREAT, DEFENDED, LOST, WINS, UNKNOWN = 0, 1, 2, 3, -1
 
 @njit(cache=True, nogil=True)
 def defend(boards, stones, done, windows, cell_windows, rays, zobrist, k, exact, max_depth, max_nodes, work, table,
-           moves, delaying, statuses, threats, threat_lengths, nodes):  # pragma: no cover - compiled
+           max_total_nodes, moves, delaying, statuses, threats, threat_lengths, nodes):  # pragma: no cover - compiled
     """For each board, the moves of the colour to move (stones long [B]) after which the opponent
     has neither a completing square nor a VCF (moves bool [B, cells]); among them the fours after
     whose forced block the opponent threatens again (delaying); the opponent's threat found
     with the side to move passing (threats [B, 2 * max_depth - 1], threat_lengths), the statuses
-    NO_THREAT / DEFENDED / LOST / WINS / UNKNOWN and the nodes searched. See threats.forced_defence."""
+    NO_THREAT / DEFENDED / LOST / WINS / UNKNOWN and the nodes searched: each search within max_nodes,
+    all of a board's within about max_total_nodes (moves left unsettled are kept). See
+    threats.forced_defence."""
     cells = boards.shape[1]
     board = np.empty(cells, np.int8)
     counts = np.empty((windows.shape[0], 2), np.int16)
@@ -426,16 +428,19 @@ def defend(boards, stones, done, windows, cell_windows, rays, zobrist, k, exact,
             elif _replay_holds(board, counts, windows, cell_windows, rays, zobrist, k, exact, -stone, threats[b], length,
                                placed, pair, squares):
                 stops = False
+            elif nodes[b] >= max_total_nodes:  # out of budget: the move is kept, unsettled
+                stops = True
             else:
-                again = vcf(board, counts, windows, cell_windows, rays, zobrist, k, exact, -stone, max_depth, max_nodes,
-                            work, table, scratch, info)
+                again = vcf(board, counts, windows, cell_windows, rays, zobrist, k, exact, -stone, max_depth,
+                            min(max_nodes, max_total_nodes - nodes[b]), work, table, scratch, info)
                 nodes[b] += info[0]
                 stops = again != FOUND  # a search cut off by the node bound keeps the move
-            if stops and _squares_through(board, counts, windows, cell_windows, rays, k, exact, stone, x, squares) == 1:
+            if stops and nodes[b] < max_total_nodes and _squares_through(board, counts, windows, cell_windows, rays, k,
+                                                                         exact, stone, x, squares) == 1:
                 # a four: after the forced block, would the opponent threaten again?
                 _place(board, counts, cell_windows, zobrist, np.int64(0), squares[0], -stone)
-                again = vcf(board, counts, windows, cell_windows, rays, zobrist, k, exact, -stone, max_depth, max_nodes,
-                            work, table, scratch, info)
+                again = vcf(board, counts, windows, cell_windows, rays, zobrist, k, exact, -stone, max_depth,
+                            min(max_nodes, max_total_nodes - nodes[b]), work, table, scratch, info)
                 nodes[b] += info[0]
                 delaying[b, x] = again == FOUND
                 _lift(board, counts, cell_windows, zobrist, np.int64(0), squares[0])

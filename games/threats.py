@@ -177,7 +177,8 @@ def find_win(game: Game, state: BoardState, *, max_depth: int = 20, max_nodes: i
                torch.from_numpy(statuses).to(device), torch.from_numpy(nodes).to(device))
 
 
-def forced_defence(game: Game, state: BoardState, *, max_depth: int = 20, max_nodes: int = 20_000) -> Defence:
+def forced_defence(game: Game, state: BoardState, *, max_depth: int = 20, max_nodes: int = 20_000,
+                   max_total_nodes: int = 200_000) -> Defence:
     """The moves of the side to move that stop the opponent's immediate win or VCF, in each
     position; results on the state's device.
 
@@ -186,7 +187,8 @@ def forced_defence(game: Game, state: BoardState, *, max_depth: int = 20, max_no
     a threat no move loses to one). Then every empty cell is tried: a move stops the threat when
     afterwards the opponent, to move, has no completing square and no VCF within the bounds.
     Most moves are settled by replaying the threat found (if it still wins, the move does not
-    stop it); the others by a search of their own, each within `max_nodes`. A four of the side
+    stop it); the others by a search of their own, each within `max_nodes` and all of a
+    position's within about `max_total_nodes` (a move left unsettled is kept). A four of the side
     to move counts as stopping it when the opponent's forced block is not itself the start of
     a VCF; if the opponent threatens again after that block, the four is also in `delaying`
     (`moves & ~delaying`, where not empty, are the moves that really stop the threat).
@@ -197,7 +199,9 @@ def forced_defence(game: Game, state: BoardState, *, max_depth: int = 20, max_no
     delaying = np.empty((batch, game.num_actions), np.bool_)
     threats = np.empty((batch, span), np.int64)
     statuses, lengths, nodes = np.empty(batch, np.int8), np.empty(batch, np.int64), np.empty(batch, np.int64)
-    loops.defend(*arguments, moves, delaying, statuses, threats, lengths, nodes)
+    if max_total_nodes < 0:
+        raise GameError(f"max_total_nodes must be 0 or more, not {max_total_nodes}")
+    loops.defend(*arguments, max_total_nodes, moves, delaying, statuses, threats, lengths, nodes)
     moves_tensor = torch.from_numpy(moves)
     single = moves_tensor.sum(dim=1) == 1
     status = torch.from_numpy(statuses)

@@ -299,6 +299,10 @@ def test_a_long_vcf_is_found_and_really_forces():
     assert int(guard.status[0]) == threats.DEFENDED and int(guard.threat_length[0]) == 9
     defences = guard.moves[0].nonzero().view(-1)
     assert 0 < len(defences) < 60
+    # out of budget, the moves still unsettled are kept: more moves, never fewer
+    hurried = threats.forced_defence(GOMOKU, position(GOMOKU, LONG_VCF, to_play=0), max_total_nodes=0)
+    assert bool((hurried.moves[0] >= guard.moves[0]).all())
+    assert int(hurried.nodes[0]) < int(guard.nodes[0])
     after = GOMOKU.step(position(GOMOKU, LONG_VCF, to_play=0).repeat_interleave(len(defences)), defences)
     assert not bool((threats.find_win(GOMOKU, after).status == threats.FOUND).any())
 
