@@ -49,6 +49,7 @@ a caller should lower `max_nodes` where `games.kernels.AVAILABLE` is False.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -142,6 +143,21 @@ def _tables(height: int, width: int, k: int) -> tuple[np.ndarray, ...]:
     return windows, cell_windows, zobrist
 
 
+_THREAD = threading.local()
+
+
+def _scratch(cells: int, max_depth: int, table_bits: int) -> tuple:
+    """The scratch arrays and the table of failed positions of this thread's searches, reused from
+    call to call (their stamps only grow, so nothing needs clearing)."""
+    kept = _THREAD.__dict__.setdefault("scratch", {})
+    key = (cells, max_depth, table_bits)
+    if key not in kept:
+        if len(kept) >= 8:
+            kept.clear()
+        kept[key] = (loops.new_work(cells, max_depth), loops.new_table(table_bits))
+    return kept[key]
+
+
 def _arguments(game: Game, state: BoardState, max_depth: int, max_nodes: int) -> tuple:
     if not supports(game):
         raise GameError(f"the threat search plays k-in-a-row games (gomoku, tic-tac-toe), not {game.name}")
@@ -155,9 +171,7 @@ def _arguments(game: Game, state: BoardState, max_depth: int, max_nodes: int) ->
     stones = player_sign(state.to_play.detach().cpu()).to(torch.int64).contiguous().numpy()
     done = state.done.detach().cpu().contiguous().numpy()
     rays = np.ascontiguousarray(game._kernel_rays)
-    table_bits = int(min(20, max(10, np.ceil(np.log2(2 * max_nodes + 2)))))
-    work = loops.new_work(game.num_actions, max_depth)
-    table = loops.new_table(table_bits)
+    work, table = _scratch(game.num_actions, max_depth, int(min(20, max(10, np.ceil(np.log2(2 * max_nodes + 2))))))
     return (boards, stones, done, windows, cell_windows, rays, zobrist, game.k, game.exact, max_depth, max_nodes,
             work, table)
 
