@@ -258,6 +258,24 @@ def test_other_shapes_agree_with_brute_force(options):
     check_defence(options, count=10, seed=3, max_depth=3)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("options", [dict(size=15, k=5, rule="standard"), dict(size=19, k=6, rule="freestyle"),
+                                     dict(size=9, k=5, rule="freestyle"), dict(width=19, height=11, k=3, rule="standard")],
+                         ids=lambda o: "-".join(f"{key}{value}" for key, value in o.items()))
+def test_every_win_found_on_large_boards_replays_and_is_shortest(options):
+    game = games.make("gomoku", **options)
+    positions = stack(random_positions(game, 60, 11, min_moves=10))
+    win = threats.find_win(game, positions, max_depth=20, max_nodes=200_000)
+    found = (win.status == threats.FOUND).nonzero().view(-1).tolist()
+    assert found and not bool((win.status == threats.CUT_OFF).any())
+    for i in found:
+        length = int(win.length[i])
+        assert_forces(game, positions[i], win.sequence[i, :length].tolist())
+        if length > 1:
+            shorter = threats.find_win(game, positions[i], max_depth=(length + 1) // 2 - 1, max_nodes=200_000)
+            assert int(shorter.status[0]) == threats.NONE
+
+
 # -- positions built by hand ---------------------------------------------------------------------
 def position(game, stones: dict[str, list[str]], to_play: int) -> games.BoardState:
     """A position from square names: {"X": ["h8", ...], "O": [...]}."""
