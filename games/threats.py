@@ -55,10 +55,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from . import threat_kernels as loops
 from .base import NO_ACTION, BoardState, Game, GameError, keeps_rules, player_sign
 from .gomoku import Gomoku
 from .lines import window_table
-from . import threat_kernels as loops
 from .threat_kernels import CUT_OFF, DEFENDED, FOUND, LOST, NO_THREAT, NONE, UNKNOWN, WINS
 
 __all__ = [
