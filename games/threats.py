@@ -58,7 +58,7 @@ import torch
 from . import threat_kernels as loops
 from .base import NO_ACTION, BoardState, Game, GameError, keeps_rules, player_sign
 from .gomoku import Gomoku
-from .lines import window_table
+from .line_geometry import window_table
 from .threat_kernels import CUT_OFF, DEFENDED, FOUND, LOST, NO_THREAT, NONE, UNKNOWN, WINS
 
 __all__ = [
