@@ -40,8 +40,8 @@ Within its bounds the search is exact: it finds a win exactly when a minimax ove
 moves (the attacker's fours, every reply of the defender) finds one (tests/test_threats.py
 checks it against one).
 
-The compiled loops are in games/threat_kernels.py (about 0.6 million nodes a second on one
-core; a search of a 15 x 15 position from random play takes tens of microseconds). Without
+The compiled loops are in games/threat_kernels.py (about a million nodes a second on one core
+of a server CPU; a search of a 15 x 15 position from random play takes tens of microseconds). Without
 numba the same loops run as plain Python: the same answers about a thousand times slower, so
 a caller should lower `max_nodes` where `games.kernels.AVAILABLE` is False.
 """
