@@ -12,7 +12,8 @@ Kernels take CPU tensors through `.numpy()` (no copy), run one thread (torch's
 threads keep the network), and are compiled once (a few seconds, the first time a
 program uses them) and cached on disk beside the sources (`__pycache__/*.nbi, *.nbc`).
 Numba does not notice when a function compiled into another file's kernel changes: after
-editing this file, delete azero/search/__pycache__/kernels.*.nb? as well.
+editing this file, delete azero/search/__pycache__/kernels.*.nb? and
+games/__pycache__/threat_kernels.*.nb? as well.
 Set AZERO_NO_KERNELS=1 to run the torch twins everywhere.
 """
 
