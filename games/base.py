@@ -133,6 +133,9 @@ class State:
     done: torch.Tensor
     winner: torch.Tensor
 
+    # the namedtuple class of the fields, in which the compiled loops take a state (games.kernels.state_arrays)
+    Arrays: ClassVar = kernels.FieldRecord()
+
     # -- batch plumbing ---------------------------------------------------------------------
     def _map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> "State":
         return type(self)(**{f.name: fn(getattr(self, f.name)) for f in dataclasses.fields(self)})
@@ -222,10 +225,10 @@ def keeps_rules(cls: type, owner: type) -> bool:
 class Expansion(NamedTuple):
     """The new positions of `Game.expand_rows`, what a search needs of them (n rows):
     legal bool [n, A], result float [n], planes float [n, C, H, W] (`encode`; None if not asked), to_play long [n],
-    parent_to_play long [n] (the player who moved into them), done bool [n]. arrays: the
-    same six as numpy arrays sharing the tensors' memory (the planes a placeholder without
-    `encode`), where a compiled loop made them (the search's compiled bookkeeping takes them
-    as they are), else None."""
+    parent_to_play long [n] (the player who moved into them), done bool [n]. arrays: an
+    Expansion of the same six as numpy arrays sharing the tensors' memory (the planes
+    [n, C, H * W], a placeholder without `encode`; arrays None), where a compiled loop made
+    them (the search's compiled bookkeeping takes them as they are), else None."""
 
     legal: torch.Tensor
     result: torch.Tensor
@@ -233,7 +236,7 @@ class Expansion(NamedTuple):
     to_play: torch.Tensor
     parent_to_play: torch.Tensor
     done: torch.Tensor
-    arrays: tuple | None = None
+    arrays: "Expansion | None" = None
 
 
 @dataclass(eq=False)

@@ -182,11 +182,8 @@ class ConnectFour(Game):
         if not (kernels.usable(states.board, parent, child, action) and states.board.is_contiguous()
                 and states.heights.is_contiguous() and keeps_rules(type(self), ConnectFour)):
             return None
-        legal, result, planes, to_play, parent_to_play, done, arrays = kernels.expand_discs(
+        return kernels.expand_discs(
             states, parent, child, action, self.height, self._kernel_rays, self.k, encode)
-        if planes is not None:
-            planes = planes.view(-1, 3, self.height, self.width)
-        return Expansion(legal, result, planes, to_play, parent_to_play, done, arrays)
 
     def encode(self, state: ConnectFourState) -> torch.Tensor:
         """float [B, 3, H, W]: own discs, opponent discs, ones."""

@@ -206,11 +206,8 @@ class Gomoku(Game):
         if not (kernels.usable(states.board, parent, child, action) and states.board.is_contiguous()
                 and keeps_rules(type(self), Gomoku)):
             return None
-        legal, result, planes, to_play, parent_to_play, done, arrays = kernels.expand_stones(
+        return kernels.expand_stones(
             states, parent, child, action, self._kernel_rays, self.k, self.exact, encode)
-        if planes is not None:
-            planes = planes.view(-1, 4, self.height, self.width)
-        return Expansion(legal, result, planes, to_play, parent_to_play, done, arrays)
 
     def encode(self, state: BoardState) -> torch.Tensor:
         # Written into one preallocated tensor: this runs for every leaf the search evaluates.
