@@ -632,6 +632,14 @@ def opening_move(game: "Game", state: "State", keys: torch.Tensor) -> torch.Tens
     return torch.where(stuck, NO_ACTION, action)
 
 
+def _compiled_sample_uniform_legal(mask: torch.Tensor, source: Source = None) -> torch.Tensor:
+    """The compiled form of sample_uniform_legal: its draws made as needed from keys, or given."""
+    if isinstance(source, torch.Tensor):
+        return kernels.sample_legal(mask, None, NO_ACTION, keys=source)
+    return kernels.sample_legal(mask, uniform(source, (mask.shape[0], 3), device=mask.device), NO_ACTION)
+
+
+@kernels.twin(_compiled_sample_uniform_legal)
 def sample_uniform_legal(mask: torch.Tensor, source: Source = None) -> torch.Tensor:
     """One uniformly random legal action per row; NO_ACTION where no action is legal.
 
@@ -643,11 +651,7 @@ def sample_uniform_legal(mask: torch.Tensor, source: Source = None) -> torch.Ten
     1/count. Most rows of a board game stop at a guess without counting their legal actions.
     """
     batch, width = mask.shape
-    if kernels.usable(mask) and isinstance(source, torch.Tensor) and source.device.type == "cpu":
-        return kernels.sample_legal(mask, None, NO_ACTION, keys=source)
     draws = uniform(source, (batch, 3), device=mask.device)
-    if kernels.usable(mask) and draws.dtype == torch.float32:  # (it rounds as float32 does)
-        return kernels.sample_legal(mask, draws, NO_ACTION)
     guess = (draws[:, :2] * width).long().clamp_(max=width - 1)
     hit = mask.gather(1, guess)
     action, count = random_true(mask, draws[:, 2].contiguous())

@@ -14,12 +14,16 @@ program uses them) and cached on disk beside the sources (`__pycache__/*.nbi, *.
 Numba does not notice when a function compiled into another file's kernel changes: after
 editing this file, delete azero/search/__pycache__/kernels.*.nb? as well.
 Set AZERO_NO_KERNELS=1 to run the torch twins everywhere.
+
+`twin` is the one place that chooses: a torch function decorated with its compiled twin runs
+the twin where the kernels are on and the call's tensors are on the CPU.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import os
 
 import numpy as np
@@ -45,9 +49,41 @@ except ImportError:  # pragma: no cover
         return lambda fn: fn
 
 
-def usable(*tensors: torch.Tensor) -> bool:
-    """Whether the compiled kernels can take these tensors (numba present, all on the CPU)."""
-    return AVAILABLE and all(t.is_cpu for t in tensors)
+def _on_cpu(values) -> bool:
+    """Whether every tensor among `values` (tensors, and what has a torch device: a State, a
+    generator) is on the CPU."""
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            if not value.is_cpu:
+                return False
+        else:
+            device = getattr(value, "device", None)
+            if isinstance(device, torch.device) and device.type != "cpu":
+                return False
+    return True
+
+
+def twin(compiled):
+    """Decorator pairing a torch function (the reference: other devices, no numba) with its
+    compiled twin `compiled`, which takes the same arguments. A call runs the twin where the
+    kernels are on (numba present, AZERO_NO_KERNELS unset: `AVAILABLE`) and every tensor among
+    the positional arguments is on the CPU, unless the twin declines these inputs (it returns
+    NotImplemented: a dtype or layout it does not take); else the reference. The one place
+    that chooses between the two forms of a game's function."""
+
+    def pair(reference):
+        @functools.wraps(reference)
+        def either(*args, **kwargs):
+            if AVAILABLE and _on_cpu(args):
+                result = compiled(*args, **kwargs)
+                if result is not NotImplemented:
+                    return result
+            return reference(*args, **kwargs)
+
+        either.reference, either.compiled = reference, compiled
+        return either
+
+    return pair
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -124,7 +160,10 @@ def _random_true(mask, draw, index, count):  # pragma: no cover - compiled
 
 
 def random_true(mask: torch.Tensor, uniform_draw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The compiled form of games.keyed_random.random_true (same arguments and results, CPU tensors)."""
+    """The compiled form of games.keyed_random.random_true (same arguments and results, CPU tensors;
+    float32 draws: it rounds as float32 does)."""
+    if uniform_draw.dtype != torch.float32:
+        return NotImplemented
     batch = mask.shape[0]
     index = torch.empty(batch, dtype=torch.long)
     count = torch.empty(batch, dtype=torch.int16)
@@ -470,10 +509,18 @@ def _fold(keys, data, out):  # pragma: no cover - compiled; games.keyed_random.f
             out[i] = hash_one(keys[i] * 0x9E3779B1 + hash_one(data[i] + 0x632BE5AB))
 
 
-def fold(keys: torch.Tensor, data: torch.Tensor | int) -> torch.Tensor:
-    """The compiled form of games.keyed_random.fold for keys long [B] and data long [B] or [1], or
-    one Python int (which needs no tensor)."""
-    tags = np.array([data], np.int64) if isinstance(data, int) else data.contiguous().view(-1).numpy()
+def fold(keys: torch.Tensor, data) -> torch.Tensor:
+    """The compiled form of games.keyed_random.fold for keys long [B] and data one Python int
+    (which needs no tensor), or a tag of B or 1 entries (NotImplemented for other shapes)."""
+    if keys.dim() != 1:
+        return NotImplemented
+    if isinstance(data, int):
+        tags = np.array([data], np.int64)
+    else:
+        data = torch.as_tensor(data, dtype=torch.long)
+        if data.numel() not in (1, keys.shape[0]) or data.dim() > 1:
+            return NotImplemented
+        tags = data.contiguous().view(-1).numpy()
     out = np.empty(keys.shape[0], np.int64)
     _fold(keys.contiguous().numpy(), tags, out)
     return torch.from_numpy(out)
