@@ -13,8 +13,10 @@ who chooses at its parent.  Leaf evaluations arrive from the first player's view
 
 Every per-node [B, N] and per-edge [B, N, A] array is declared once, in `FIELDS`, with
 its dtype and the value of an unused node. Allocation, growth, subtree reuse and row
-replacement (here, and in the compiled subtree of search/subtree_kernels.py) follow the table, so
-a new array is one line there plus the code that reads and writes it.
+replacement (here, and in the compiled subtree of search/subtree_kernels.py) follow the table,
+and the compiled walks take the tree as one record of the table's names (`Tree.Arrays`,
+search.kernels.tree_arrays), so a new array is one line there plus the code that reads and
+writes it.
 """
 
 from __future__ import annotations
