@@ -315,8 +315,9 @@ class FieldRecord:
 def state_arrays(state):
     """A State as the compiled loops take it: `type(state).Arrays` of numpy views of its fields
     (no copy), each [B] or [B, width] (a board [B, H, W] as [B, H * W])."""
-    return type(state).Arrays(*(array.numpy().reshape(array.shape[0], -1) if array.dim() > 2 else array.numpy()
-                                for array in (getattr(state, f.name) for f in dataclasses.fields(state))))
+    record = type(state).Arrays
+    return record(*(array.numpy().reshape(array.shape[0], -1) if array.dim() > 2 else array.numpy()
+                    for array in (getattr(state, name) for name in record._fields)))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -388,9 +389,9 @@ def _expansion_outputs(count: int, cells: int, planes: int, actions: int, encode
 def _expansion_tensors(out, board_shape, encode: bool):
     """The Expansion of tensors sharing `out`'s memory (planes [n, C, H, W], None without
     `encode`), with `out` itself as its arrays."""
-    tensors = out._replace(**{name: torch.from_numpy(getattr(out, name)) for name in out._fields if name != "arrays"})
-    planes = tensors.planes.view(-1, tensors.planes.shape[1], *board_shape) if encode else None
-    return tensors._replace(planes=planes, arrays=out)
+    legal, result, planes, to_play, parent_to_play, done = (torch.from_numpy(array) for array in out[:6])
+    planes = planes.view(-1, planes.shape[1], *board_shape) if encode else None
+    return type(out)(legal, result, planes, to_play, parent_to_play, done, out)
 
 
 def expand_stones(state, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor, rays: np.ndarray, k: int,

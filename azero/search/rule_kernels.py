@@ -273,10 +273,4 @@ def select_child(rule, tree, flat, base, key, depth, flight, scores):
 @overload(select_child, inline="always", jit_options={"error_model": "numpy", "nogil": True})
 def _select_child_of(rule, tree, flat, base, key, depth, flight, scores):  # pragma: no cover - compiled
     select = _SELECTS.get(getattr(rule, "instance_class", None))
-    if select is None:
-        return None
-
-    def implementation(rule, tree, flat, base, key, depth, flight, scores):
-        return select(rule, tree, flat, base, key, depth, flight, scores)
-
-    return implementation
+    return None if select is None else select.py_func  # (its body, inlined into the walk)
