@@ -133,6 +133,9 @@ class State:
     done: torch.Tensor
     winner: torch.Tensor
 
+    # the namedtuple class of the fields, in which the compiled loops take a state (games.kernels.state_arrays)
+    Arrays: ClassVar = kernels.FieldRecord()
+
     # -- batch plumbing ---------------------------------------------------------------------
     def _map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> "State":
         return type(self)(**{f.name: fn(getattr(self, f.name)) for f in dataclasses.fields(self)})
@@ -222,10 +225,10 @@ def keeps_rules(cls: type, owner: type) -> bool:
 class Expansion(NamedTuple):
     """The new positions of `Game.expand_rows`, what a search needs of them (n rows):
     legal bool [n, A], result float [n], planes float [n, C, H, W] (`encode`; None if not asked), to_play long [n],
-    parent_to_play long [n] (the player who moved into them), done bool [n]. arrays: the
-    same six as numpy arrays sharing the tensors' memory (the planes a placeholder without
-    `encode`), where a compiled loop made them (the search's compiled bookkeeping takes them
-    as they are), else None."""
+    parent_to_play long [n] (the player who moved into them), done bool [n]. arrays: an
+    Expansion of the same six as numpy arrays sharing the tensors' memory (the planes
+    [n, C, H * W], a placeholder without `encode`; arrays None), where a compiled loop made
+    them (the search's compiled bookkeeping takes them as they are), else None."""
 
     legal: torch.Tensor
     result: torch.Tensor
@@ -233,7 +236,7 @@ class Expansion(NamedTuple):
     to_play: torch.Tensor
     parent_to_play: torch.Tensor
     done: torch.Tensor
-    arrays: tuple | None = None
+    arrays: "Expansion | None" = None
 
 
 @dataclass(eq=False)
@@ -629,6 +632,14 @@ def opening_move(game: "Game", state: "State", keys: torch.Tensor) -> torch.Tens
     return torch.where(stuck, NO_ACTION, action)
 
 
+def _compiled_sample_uniform_legal(mask: torch.Tensor, source: Source = None) -> torch.Tensor:
+    """The compiled form of sample_uniform_legal: its draws made as needed from keys, or given."""
+    if isinstance(source, torch.Tensor):
+        return kernels.sample_legal(mask, None, NO_ACTION, keys=source)
+    return kernels.sample_legal(mask, uniform(source, (mask.shape[0], 3), device=mask.device), NO_ACTION)
+
+
+@kernels.twin(_compiled_sample_uniform_legal)
 def sample_uniform_legal(mask: torch.Tensor, source: Source = None) -> torch.Tensor:
     """One uniformly random legal action per row; NO_ACTION where no action is legal.
 
@@ -640,11 +651,7 @@ def sample_uniform_legal(mask: torch.Tensor, source: Source = None) -> torch.Ten
     1/count. Most rows of a board game stop at a guess without counting their legal actions.
     """
     batch, width = mask.shape
-    if kernels.usable(mask) and isinstance(source, torch.Tensor) and source.device.type == "cpu":
-        return kernels.sample_legal(mask, None, NO_ACTION, keys=source)
     draws = uniform(source, (batch, 3), device=mask.device)
-    if kernels.usable(mask) and draws.dtype == torch.float32:  # (it rounds as float32 does)
-        return kernels.sample_legal(mask, draws, NO_ACTION)
     guess = (draws[:, :2] * width).long().clamp_(max=width - 1)
     hit = mask.gather(1, guess)
     action, count = random_true(mask, draws[:, 2].contiguous())

@@ -52,6 +52,23 @@ class ConnectFourState(BoardState):
     heights: torch.Tensor
 
 
+# -- the compiled forms of Connect Four's rules (games/kernels.py), chosen by kernels.twin ------------
+def _compiled_apply(game: "ConnectFour", state: ConnectFourState, action: torch.Tensor) -> ConnectFourState:
+    if not (state.board.is_contiguous() and state.heights.is_contiguous()):
+        return NotImplemented
+    to_play, move_number, done, winner, board, heights = kernels.drop_discs(
+        state, action.contiguous(), game.height, game._kernel_rays, game.k)
+    return ConnectFourState(to_play=to_play, move_number=move_number, done=done, winner=winner, board=board,
+                            last_action=action, heights=heights)
+
+
+def _compiled_expand_rows(game: "ConnectFour", states: ConnectFourState, parent: torch.Tensor, child: torch.Tensor,
+                          action: torch.Tensor, encode: bool = True) -> Expansion:
+    if not (states.board.is_contiguous() and states.heights.is_contiguous() and keeps_rules(type(game), ConnectFour)):
+        return NotImplemented
+    return kernels.expand_discs(states, parent, child, action, game.height, game._kernel_rays, game.k, encode)
+
+
 class ConnectFour(Game):
     name = "connect4"
     board_style = "frame"
@@ -101,12 +118,8 @@ class ConnectFour(Game):
         """bool [B, W]: columns with room, none once the game is over."""
         return (state.heights < self.height) & ~state.done.unsqueeze(1)
 
+    @kernels.twin(_compiled_apply)
     def _apply(self, state: ConnectFourState, action: torch.Tensor) -> ConnectFourState:
-        if kernels.usable(state.board, action) and state.board.is_contiguous() and state.heights.is_contiguous():
-            to_play, move_number, done, winner, board, heights = kernels.drop_discs(
-                state, action.contiguous(), self.height, self._kernel_rays, self.k)
-            return ConnectFourState(to_play=to_play, move_number=move_number, done=done, winner=winner, board=board,
-                                    last_action=action, heights=heights)
         batch = state.batch_size
         color = player_sign(state.to_play).to(torch.int8)
         column = action.unsqueeze(1)  # [B, 1]
@@ -174,19 +187,13 @@ class ConnectFour(Game):
             heights=occupied.sum(dim=0, dtype=torch.long).unsqueeze(0),
         )
 
+    @kernels.twin(_compiled_expand_rows)
     def expand_rows(self, states: ConnectFourState, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor,
                     encode: bool = True) -> Expansion | None:
         """The compiled expansion (Game.expand_rows): the drop, its line check, the columns with
         room and the planes of each new row in one pass; None off the CPU, without numba, on
         arrays not contiguous in memory, or in a subclass with rules or planes of its own."""
-        if not (kernels.usable(states.board, parent, child, action) and states.board.is_contiguous()
-                and states.heights.is_contiguous() and keeps_rules(type(self), ConnectFour)):
-            return None
-        legal, result, planes, to_play, parent_to_play, done, arrays = kernels.expand_discs(
-            states, parent, child, action, self.height, self._kernel_rays, self.k, encode)
-        if planes is not None:
-            planes = planes.view(-1, 3, self.height, self.width)
-        return Expansion(legal, result, planes, to_play, parent_to_play, done, arrays)
+        return None
 
     def encode(self, state: ConnectFourState) -> torch.Tensor:
         """float [B, 3, H, W]: own discs, opponent discs, ones."""

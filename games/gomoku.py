@@ -41,6 +41,43 @@ RULES = ("freestyle", "standard")
 STONES = {1: "X", -1: "O", 0: "."}
 
 
+# -- the compiled forms of Gomoku's rules (games/kernels.py), chosen by kernels.twin ------------------
+def _compiled_legal_mask(game: "Gomoku", state: BoardState) -> torch.Tensor:
+    return kernels.empty_cells(state.board.view(state.batch_size, -1), state.done)
+
+
+def _compiled_checked_apply(game: "Gomoku", state: BoardState, action: torch.Tensor) -> BoardState:
+    # the compiled loop checks and plays in one pass; on a bad move, the usual error
+    new = kernels.play_stones(state, action, game._kernel_rays, game.k, game.exact, True, NO_ACTION)
+    if new is None:
+        game._raise_illegal(state, action, game.check_actions(state, action))
+    return new
+
+
+def _compiled_check_actions(game: "Gomoku", state: BoardState, action: torch.Tensor) -> torch.Tensor:
+    return kernels.empty_cells_chosen(state.board.view(state.batch_size, -1), action, state.done, NO_ACTION)
+
+
+def _compiled_apply(game: "Gomoku", state: BoardState, action: torch.Tensor) -> BoardState:
+    return kernels.play_stones(state, action, game._kernel_rays, game.k, game.exact, False, NO_ACTION)
+
+
+def _compiled_expand_rows(game: "Gomoku", states: BoardState, parent: torch.Tensor, child: torch.Tensor,
+                          action: torch.Tensor, encode: bool = True) -> Expansion:
+    if not (states.board.is_contiguous() and keeps_rules(type(game), Gomoku)):
+        return NotImplemented
+    return kernels.expand_stones(states, parent, child, action, game._kernel_rays, game.k, game.exact, encode)
+
+
+def _compiled_encode(game: "Gomoku", state: BoardState) -> torch.Tensor:
+    if not state.board.is_contiguous():
+        return NotImplemented
+    batch = state.batch_size
+    planes = kernels.stone_planes(state.board.view(batch, game.num_actions), state.to_play.contiguous(),
+                                  state.last_action.contiguous())
+    return planes.view(batch, 4, game.height, game.width)
+
+
 class Gomoku(Game):
     name = "gomoku"
     board_style = "lines"
@@ -101,32 +138,24 @@ class Gomoku(Game):
     def initial_state(self, batch: int = 1, device="cpu") -> BoardState:
         return new_board_state(batch, self.height, self.width, device)
 
+    @kernels.twin(_compiled_legal_mask)
     def legal_mask(self, state: BoardState) -> torch.Tensor:
-        if kernels.usable(state.board):
-            return kernels.empty_cells(state.board.view(state.batch_size, -1), state.done)
         return live_rows(state.board.view(state.batch_size, -1).logical_not(), state.done)
 
+    @kernels.twin(_compiled_checked_apply)
     def _checked_apply(self, state: BoardState, action: torch.Tensor) -> BoardState:
-        if not kernels.usable(state.board, action):
-            return super()._checked_apply(state, action)
-        # the compiled loop checks and plays in one pass; on a bad move, the usual error
-        new = kernels.play_stones(state, action, self._kernel_rays, self.k, self.exact, True, NO_ACTION)
-        if new is None:
-            self._raise_illegal(state, action, self.check_actions(state, action))
-        return new
+        return super()._checked_apply(state, action)
 
+    @kernels.twin(_compiled_check_actions)
     def check_actions(self, state: BoardState, action: torch.Tensor) -> torch.Tensor:
         """As Game.check_actions, reading only the chosen squares (no full legal mask)."""
-        if kernels.usable(action):
-            return kernels.empty_cells_chosen(state.board.view(state.batch_size, -1), action, state.done, NO_ACTION)
         in_range = (action >= 0) & (action < self.num_actions)
         chosen = action.clamp(0, self.num_actions - 1).unsqueeze(1)
         empty = state.board.view(state.batch_size, -1).gather(1, chosen).squeeze(1) == 0
         return torch.where(state.done, action == NO_ACTION, in_range & empty)
 
+    @kernels.twin(_compiled_apply)
     def _apply(self, state: BoardState, action: torch.Tensor) -> BoardState:
-        if kernels.usable(state.board, action):
-            return kernels.play_stones(state, action, self._kernel_rays, self.k, self.exact, False, NO_ACTION)
         batch = state.batch_size
         rays, _, _ = self._on(state.device)
         color = player_signs(state.device).index_select(0, state.to_play)
@@ -198,27 +227,18 @@ class Gomoku(Game):
             result[live] = winner.to(torch.float32)
         return result
 
+    @kernels.twin(_compiled_expand_rows)
     def expand_rows(self, states: BoardState, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor,
                     encode: bool = True) -> Expansion | None:
         """The compiled expansion (Game.expand_rows): the move, its line check, the legal mask
         and the planes of each new row in one pass over it; None off the CPU, without numba,
         on a board not contiguous in memory, or in a subclass with rules or planes of its own."""
-        if not (kernels.usable(states.board, parent, child, action) and states.board.is_contiguous()
-                and keeps_rules(type(self), Gomoku)):
-            return None
-        legal, result, planes, to_play, parent_to_play, done, arrays = kernels.expand_stones(
-            states, parent, child, action, self._kernel_rays, self.k, self.exact, encode)
-        if planes is not None:
-            planes = planes.view(-1, 4, self.height, self.width)
-        return Expansion(legal, result, planes, to_play, parent_to_play, done, arrays)
+        return None
 
+    @kernels.twin(_compiled_encode)
     def encode(self, state: BoardState) -> torch.Tensor:
         # Written into one preallocated tensor: this runs for every leaf the search evaluates.
         batch, cells = state.batch_size, self.num_actions
-        if kernels.usable(state.board) and state.board.is_contiguous():
-            planes = kernels.stone_planes(state.board.view(batch, cells), state.to_play.contiguous(),
-                                          state.last_action.contiguous())
-            return planes.view(batch, 4, self.height, self.width)
         planes = torch.empty(batch, 4, cells, device=state.device)
         relative = state.board.view(batch, cells) * player_sign(state.to_play).to(torch.int8).view(-1, 1)
         planes[:, 0] = relative == 1  # own stones

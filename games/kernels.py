@@ -15,10 +15,16 @@ Numba does not notice when a function compiled into another file's kernel change
 editing this file, delete azero/search/__pycache__/kernels.*.nb? and
 games/__pycache__/threat_kernels.*.nb? as well.
 Set AZERO_NO_KERNELS=1 to run the torch twins everywhere.
+
+`twin` is the one place that chooses: a torch function decorated with its compiled twin runs
+the twin where the kernels are on and the call's tensors are on the CPU.
 """
 
 from __future__ import annotations
 
+import collections
+import dataclasses
+import functools
 import os
 
 import numpy as np
@@ -28,6 +34,7 @@ try:  # pragma: no cover - exercised by whichever way the machine is set up
     if os.environ.get("AZERO_NO_KERNELS", "") not in ("", "0"):
         raise ImportError("disabled by AZERO_NO_KERNELS")
     from numba import njit
+    from numba.extending import overload
 
     AVAILABLE = True
 except ImportError:  # pragma: no cover
@@ -39,10 +46,45 @@ except ImportError:  # pragma: no cover
 
         return wrap if not (len(args) == 1 and callable(args[0])) else args[0]
 
+    def overload(*args, **kwargs):
+        return lambda fn: fn
 
-def usable(*tensors: torch.Tensor) -> bool:
-    """Whether the compiled kernels can take these tensors (numba present, all on the CPU)."""
-    return AVAILABLE and all(t.is_cpu for t in tensors)
+
+def _on_cpu(values) -> bool:
+    """Whether every tensor among `values` (tensors, and what has a torch device: a State, a
+    generator) is on the CPU."""
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            if not value.is_cpu:
+                return False
+        else:
+            device = getattr(value, "device", None)
+            if isinstance(device, torch.device) and device.type != "cpu":
+                return False
+    return True
+
+
+def twin(compiled):
+    """Decorator pairing a torch function (the reference: other devices, no numba) with its
+    compiled twin `compiled`, which takes the same arguments. A call runs the twin where the
+    kernels are on (numba present, AZERO_NO_KERNELS unset: `AVAILABLE`) and every tensor among
+    the positional arguments is on the CPU, unless the twin declines these inputs (it returns
+    NotImplemented: a dtype or layout it does not take); else the reference. The one place
+    that chooses between the two forms of a game's function."""
+
+    def pair(reference):
+        @functools.wraps(reference)
+        def either(*args, **kwargs):
+            if AVAILABLE and _on_cpu(args):
+                result = compiled(*args, **kwargs)
+                if result is not NotImplemented:
+                    return result
+            return reference(*args, **kwargs)
+
+        either.reference, either.compiled = reference, compiled
+        return either
+
+    return pair
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -119,7 +161,10 @@ def _random_true(mask, draw, index, count):  # pragma: no cover - compiled
 
 
 def random_true(mask: torch.Tensor, uniform_draw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The compiled form of games.keyed_random.random_true (same arguments and results, CPU tensors)."""
+    """The compiled form of games.keyed_random.random_true (same arguments and results, CPU tensors;
+    float32 draws: it rounds as float32 does)."""
+    if uniform_draw.dtype != torch.float32:
+        return NotImplemented
     batch = mask.shape[0]
     index = torch.empty(batch, dtype=torch.long)
     count = torch.empty(batch, dtype=torch.int16)
@@ -251,42 +296,65 @@ def stone_planes(board_flat: torch.Tensor, to_play: torch.Tensor, last_action: t
     return torch.from_numpy(out)
 
 
+class FieldRecord:
+    """A class attribute (State.Arrays): the namedtuple class of its owner's dataclass fields,
+    made the first time it is read, one per class. The compiled loops take a state as one
+    record of numpy arrays of these names (`state_arrays`), so they follow the State's fields;
+    numba's disk cache finds the class again by its name, `Owner.Arrays`."""
+
+    def __get__(self, instance, owner):
+        if "__dataclass_fields__" not in owner.__dict__:  # (a class whose dataclass is still being made)
+            return self
+        made = owner.__dict__.get("_record_type")
+        if made is None:
+            made = collections.namedtuple("Arrays", [f.name for f in dataclasses.fields(owner)])
+            made.__module__, made.__qualname__ = owner.__module__, f"{owner.__qualname__}.Arrays"
+            owner._record_type = made
+        return made
+
+
+def state_arrays(state):
+    """A State as the compiled loops take it: `type(state).Arrays` of numpy views of its fields
+    (no copy), each [B] or [B, width] (a board [B, H, W] as [B, H * W])."""
+    record = type(state).Arrays
+    return record(*(array.numpy().reshape(array.shape[0], -1) if array.dim() > 2 else array.numpy()
+                    for array in (getattr(state, name) for name in record._fields)))
+
+
 @njit(cache=True, nogil=True, inline="always")
-def _after_move(i, p, c, row, stone, hit, last, to_play, move_number, done, winner, last_action, encode, out_result,
-                out_planes, out_to_play, out_parent_to_play, out_done):  # pragma: no cover - compiled
+def _after_move(i, p, c, row, stone, hit, last, state, encode, out):  # pragma: no cover - compiled
     """The new row c's counters after `stone`'s move (`last` the action written) from row p,
     its expansion outputs i and, with `encode`, its first two planes (own stones, the
     opponent's, from the view of the player to move, -stone); returns whether the game is over."""
     cells = row.shape[0]
-    mover = to_play[p]
-    move = move_number[p] + 1
+    mover = state.to_play[p]
+    move = state.move_number[p] + 1
     finished = hit or move >= cells
-    to_play[c] = 1 - mover
-    move_number[c] = move
-    done[c] = finished
-    winner[c] = stone if hit else np.int8(0)
-    last_action[c] = last
-    out_to_play[i] = 1 - mover
-    out_parent_to_play[i] = mover
-    out_done[i] = finished
-    out_result[i] = np.float32(stone) if hit else np.float32(0.0)
+    state.to_play[c] = 1 - mover
+    state.move_number[c] = move
+    state.done[c] = finished
+    state.winner[c] = stone if hit else np.int8(0)
+    state.last_action[c] = last
+    out.to_play[i] = 1 - mover
+    out.parent_to_play[i] = mover
+    out.done[i] = finished
+    out.result[i] = np.float32(stone) if hit else np.float32(0.0)
     if encode:
         for x in range(cells):  # plane by plane: contiguous, vectorised loops
-            out_planes[i, 0, x] = np.float32(row[x] == -stone)
+            out.planes[i, 0, x] = np.float32(row[x] == -stone)
         for x in range(cells):
-            out_planes[i, 1, x] = np.float32(row[x] == stone)
+            out.planes[i, 1, x] = np.float32(row[x] == stone)
     return finished
 
 
 @njit(cache=True, nogil=True)
-def _expand_stones(board, to_play, move_number, done, winner, last_action, parent, child, action, rays, k, exact,
-                   encode, out_legal, out_result, out_planes, out_to_play, out_parent_to_play,
-                   out_done):  # pragma: no cover
+def _expand_stones(state, parent, child, action, rays, k, exact, encode, out):  # pragma: no cover - compiled
     """A search's expansion of k-in-a-row positions in one pass (games.base.Game.expand_rows):
-    row child[i] of the state arrays becomes row parent[i] with the stone of the player to
-    move on cell action[i] (_play_stones's move); out_: the new rows' legal mask
-    (_empty_cells), result, planes (_stone_planes; only with `encode`), player to move, the
-    parent's, done."""
+    row child[i] of the state's arrays becomes row parent[i] with the stone of the player to
+    move on cell action[i] (_play_stones's move); out (an Expansion of numpy arrays): the new
+    rows' legal mask (_empty_cells), result, planes (_stone_planes; only with `encode`), player
+    to move, the parent's, done."""
+    board = state.board
     rows, cells = board.shape
     for i in range(parent.shape[0]):
         p, c, a = parent[i], child[i], action[i]
@@ -294,59 +362,59 @@ def _expand_stones(board, to_play, move_number, done, winner, last_action, paren
             raise IndexError("expand_stones: a row or an action out of range")
         row = board[c]
         row[:] = board[p]
-        stone = np.int8(1 - 2 * to_play[p])
+        stone = np.int8(1 - 2 * state.to_play[p])
         row[a] = stone
         hit = _line_through(row, a, stone, rays, k, exact)
-        finished = _after_move(i, p, c, row, stone, hit, a, to_play, move_number, done, winner, last_action, encode,
-                               out_result, out_planes, out_to_play, out_parent_to_play, out_done)
+        finished = _after_move(i, p, c, row, stone, hit, a, state, encode, out)
         if encode:
-            out_planes[i, 2, :] = np.float32(0.0)
-            out_planes[i, 3, :] = np.float32(1.0)
-            out_planes[i, 2, a] = np.float32(1.0)
+            out.planes[i, 2, :] = np.float32(0.0)
+            out.planes[i, 3, :] = np.float32(1.0)
+            out.planes[i, 2, a] = np.float32(1.0)
         if finished:
-            out_legal[i, :] = False
+            out.legal[i, :] = False
         else:
             for x in range(cells):
-                out_legal[i, x] = row[x] == 0
+                out.legal[i, x] = row[x] == 0
 
 
-def _expansion_outputs(count: int, cells: int, planes: int, actions: int, encode: bool) -> tuple[np.ndarray, ...]:
-    """The arrays a compiled expansion fills: legal, result, planes (a dummy without `encode`),
-    to_play, parent_to_play, done."""
-    return (np.empty((count, actions), np.bool_), np.empty(count, np.float32),
-            np.empty((count, planes, cells) if encode else (1, planes, 1), np.float32),
-            np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.bool_))
+def _expansion_outputs(count: int, cells: int, planes: int, actions: int, encode: bool):
+    """The Expansion of numpy arrays a compiled expansion fills: legal, result, planes (a dummy
+    without `encode`), to_play, parent_to_play, done."""
+    from .base import Expansion  # (games.base imports this module)
+
+    return Expansion(np.empty((count, actions), np.bool_), np.empty(count, np.float32),
+                     np.empty((count, planes, cells) if encode else (1, planes, 1), np.float32),
+                     np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.bool_))
 
 
-def _expansion_tensors(outs: tuple[np.ndarray, ...], encode: bool) -> tuple:
-    """The outputs as tensors (planes None without `encode`), then the arrays themselves."""
-    tensors = tuple(torch.from_numpy(a) for a in outs)
-    return (*tensors, outs) if encode else (*tensors[:2], None, *tensors[3:], outs)
+def _expansion_tensors(out, board_shape, encode: bool):
+    """The Expansion of tensors sharing `out`'s memory (planes [n, C, H, W], None without
+    `encode`), with `out` itself as its arrays."""
+    legal, result, planes, to_play, parent_to_play, done = (torch.from_numpy(array) for array in out[:6])
+    planes = planes.view(-1, planes.shape[1], *board_shape) if encode else None
+    return type(out)(legal, result, planes, to_play, parent_to_play, done, out)
 
 
 def expand_stones(state, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor, rays: np.ndarray, k: int,
-                  exact: bool, encode: bool = True) -> tuple:
+                  exact: bool, encode: bool = True):
     """The compiled form of a k-in-a-row game's expand_rows (games.base.Game.expand_rows; CPU
     tensors, the board contiguous): writes rows `child` of the BoardState `state` in place and
-    returns (legal, result, planes [n, 4, cells] or None without `encode`, to_play,
-    parent_to_play, done) of the new rows, and those six as the numpy arrays they share."""
+    returns the new rows' Expansion (planes [n, 4, H, W] or None without `encode`; its arrays
+    the same fields as numpy arrays)."""
     count, cells = parent.shape[0], state.board.shape[1] * state.board.shape[2]
-    outs = _expansion_outputs(count, cells, 4, cells, encode)
-    _expand_stones(state.board.numpy().reshape(-1, cells), state.to_play.numpy(), state.move_number.numpy(),
-                   state.done.numpy(), state.winner.numpy(), state.last_action.numpy(), parent.numpy(), child.numpy(),
-                   action.numpy(), rays, k, exact, encode, *outs)
-    return _expansion_tensors(outs, encode)
+    out = _expansion_outputs(count, cells, 4, cells, encode)
+    _expand_stones(state_arrays(state), parent.numpy(), child.numpy(), action.numpy(), rays, k, exact, encode, out)
+    return _expansion_tensors(out, state.board.shape[1:], encode)
 
 
 @njit(cache=True, nogil=True)
-def _expand_discs(board, heights, to_play, move_number, done, winner, last_action, parent, child, action, rows_, rays,
-                  k, encode, out_legal, out_result, out_planes, out_to_play, out_parent_to_play,
-                  out_done):  # pragma: no cover - compiled
+def _expand_discs(state, parent, child, action, rows_, rays, k, encode, out):  # pragma: no cover - compiled
     """A search's expansion of Connect Four positions in one pass (games.base.Game.expand_rows):
     row child[i] becomes row parent[i] with the disc of the player to move dropped into
-    column action[i] (_drop_discs's move); out_: the new rows' legal mask (columns with
-    room), result, planes (own discs, the opponent's, ones; only with `encode`), player to
-    move, the parent's, done."""
+    column action[i] (_drop_discs's move); out (an Expansion of numpy arrays): the new rows'
+    legal mask (columns with room), result, planes (own discs, the opponent's, ones; only with
+    `encode`), player to move, the parent's, done."""
+    board, heights = state.board, state.heights
     count, cells = board.shape
     width = heights.shape[1]
     for i in range(parent.shape[0]):
@@ -358,31 +426,27 @@ def _expand_discs(board, heights, to_play, move_number, done, winner, last_actio
         height = heights[c]
         height[:] = heights[p]
         cell = max(rows_ - 1 - height[column], 0) * width + column
-        stone = np.int8(1 - 2 * to_play[p])
+        stone = np.int8(1 - 2 * state.to_play[p])
         row[cell] = stone
         height[column] += 1
         hit = _line_through(row, cell, stone, rays, k, False)
-        finished = _after_move(i, p, c, row, stone, hit, column, to_play, move_number, done, winner, last_action,
-                               encode, out_result, out_planes, out_to_play, out_parent_to_play, out_done)
+        finished = _after_move(i, p, c, row, stone, hit, column, state, encode, out)
         if encode:
-            out_planes[i, 2, :] = np.float32(1.0)
+            out.planes[i, 2, :] = np.float32(1.0)
         for x in range(width):
-            out_legal[i, x] = height[x] < rows_ and not finished
+            out.legal[i, x] = height[x] < rows_ and not finished
 
 
 def expand_discs(state, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor, rows: int, rays: np.ndarray,
-                 k: int, encode: bool = True) -> tuple:
+                 k: int, encode: bool = True):
     """The compiled form of ConnectFour.expand_rows (CPU tensors, board and heights contiguous):
-    writes rows `child` of `state` in place and returns (legal, result, planes [n, 3, cells] or
-    None without `encode`, to_play, parent_to_play, done) of the new rows, and those six as
-    the numpy arrays they share."""
+    writes rows `child` of `state` in place and returns the new rows' Expansion (planes
+    [n, 3, H, W] or None without `encode`; its arrays the same fields as numpy arrays)."""
     count, width = parent.shape[0], state.heights.shape[1]
     cells = state.board.shape[1] * state.board.shape[2]
-    outs = _expansion_outputs(count, cells, 3, width, encode)
-    _expand_discs(state.board.numpy().reshape(-1, cells), state.heights.numpy(), state.to_play.numpy(),
-                  state.move_number.numpy(), state.done.numpy(), state.winner.numpy(), state.last_action.numpy(),
-                  parent.numpy(), child.numpy(), action.numpy(), rows, rays, k, encode, *outs)
-    return _expansion_tensors(outs, encode)
+    out = _expansion_outputs(count, cells, 3, width, encode)
+    _expand_discs(state_arrays(state), parent.numpy(), child.numpy(), action.numpy(), rows, rays, k, encode, out)
+    return _expansion_tensors(out, state.board.shape[1:], encode)
 
 
 @njit(cache=True, nogil=True)
@@ -447,10 +511,18 @@ def _fold(keys, data, out):  # pragma: no cover - compiled; games.keyed_random.f
             out[i] = hash_one(keys[i] * 0x9E3779B1 + hash_one(data[i] + 0x632BE5AB))
 
 
-def fold(keys: torch.Tensor, data: torch.Tensor | int) -> torch.Tensor:
-    """The compiled form of games.keyed_random.fold for keys long [B] and data long [B] or [1], or
-    one Python int (which needs no tensor)."""
-    tags = np.array([data], np.int64) if isinstance(data, int) else data.contiguous().view(-1).numpy()
+def fold(keys: torch.Tensor, data) -> torch.Tensor:
+    """The compiled form of games.keyed_random.fold for keys long [B] and data one Python int
+    (which needs no tensor), or a tag of B or 1 entries (NotImplemented for other shapes)."""
+    if keys.dim() != 1:
+        return NotImplemented
+    if isinstance(data, int):
+        tags = np.array([data], np.int64)
+    else:
+        data = torch.as_tensor(data, dtype=torch.long)
+        if data.numel() not in (1, keys.shape[0]) or data.dim() > 1:
+            return NotImplemented
+        tags = data.contiguous().view(-1).numpy()
     out = np.empty(keys.shape[0], np.int64)
     _fold(keys.contiguous().numpy(), tags, out)
     return torch.from_numpy(out)

@@ -24,10 +24,9 @@ Source = torch.Generator | torch.Tensor | None
 _MASK32 = 0xFFFFFFFF
 
 
+@kernels.twin(kernels.hash32)
 def _hash32(x: torch.Tensor) -> torch.Tensor:
     """A 32-bit avalanche hash of int64 values (only the low 32 bits are used). long -> long in [0, 2^32)."""
-    if kernels.usable(x):
-        return kernels.hash32(x)
     x = x & _MASK32
     x = x ^ (x >> 16)
     x = (x * 0x7FEB352D) & _MASK32
@@ -46,13 +45,10 @@ def keys_of(seed: int, rows: torch.Tensor) -> torch.Tensor:
     return fold(torch.full(rows.shape, int(seed) & _MASK32, dtype=torch.long, device=rows.device), rows)
 
 
+@kernels.twin(kernels.fold)
 def fold(keys: torch.Tensor, data) -> torch.Tensor:
     """New keys from old ones and a tag (int or long tensor broadcast against keys)."""
-    if isinstance(data, int) and kernels.usable(keys) and keys.dim() == 1:
-        return kernels.fold(keys, data)
     data = torch.as_tensor(data, dtype=torch.long, device=keys.device)
-    if kernels.usable(keys) and keys.dim() == 1 and data.numel() in (1, keys.shape[0]) and data.dim() <= 1:
-        return kernels.fold(keys, data)
     return _hash32(keys * 0x9E3779B1 + _hash32(data + 0x632BE5AB))
 
 
@@ -92,6 +88,7 @@ def advance(source: Source, tag) -> Source:
     return source
 
 
+@kernels.twin(kernels.random_true)
 def random_true(mask: torch.Tensor, uniform_draw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """A uniformly random True index of each row, and the number of Trues.
 
@@ -100,8 +97,6 @@ def random_true(mask: torch.Tensor, uniform_draw: torch.Tensor) -> tuple[torch.T
     (On a CPU a compiled scan, games.kernels; elsewhere an int16 running count and a
     binary search.)
     """
-    if kernels.usable(mask) and uniform_draw.dtype == torch.float32:  # (it rounds as float32 does)
-        return kernels.random_true(mask, uniform_draw)
     running = torch.cumsum(mask, dim=1, dtype=torch.int16)
     count = running[:, -1]
     nth = (uniform_draw * count).to(torch.int16).unsqueeze(1)

@@ -73,6 +73,7 @@ def pad_board(board_flat: torch.Tensor) -> torch.Tensor:
     return torch.cat([board_flat, board_flat.new_zeros(board_flat.shape[0], 1)], dim=1)
 
 
+@kernels.twin(kernels.completes_line)
 def completes_line(
     board_flat: torch.Tensor, cell: torch.Tensor, color: torch.Tensor, rays: torch.Tensor, k: int, exact: bool
 ) -> torch.Tensor:
@@ -82,8 +83,6 @@ def completes_line(
     rays: the table of `ray_table(H, W, k + 1)` (its last step always points at the
     pad, which never holds a stone). Returns bool [B].
     """
-    if kernels.usable(board_flat):
-        return kernels.completes_line(board_flat, cell, color, rays, k, exact)
     batch = board_flat.shape[0]
     padded = pad_board(board_flat)
     along = padded.gather(1, rays.index_select(0, cell).view(batch, -1)).view(batch, 4, 2, -1)

@@ -478,8 +478,7 @@ def test_gumbel_scores_below_the_root_match_the_torch_rule(priors, rescale):
     (products of float32's smallest normal)."""
     import numpy as np
 
-    from azero.search import Gumbel
-    from azero.search import kernels as search_kernels
+    from azero.search import Gumbel, rule_kernels
     from azero.search.selection import NodeView
 
     generator = torch.Generator().manual_seed(7)
@@ -504,10 +503,13 @@ def test_gumbel_scores_below_the_root_match_the_torch_rule(priors, rescale):
                     child_pending=None, raw_value=raw)
     theirs = rule.scores(view)
     ours = torch.empty(batch, actions)
-    arrays = [t.contiguous().numpy() for t in (visits, value_sum, legal.to(torch.uint8), prior)]
-    for b in range(batch):
-        search_kernels._gumbel_scores(b, *arrays, np.float32(raw[b]), rule.c_visit, rule.c_scale,
-                                      float(rule.rescale), ours[b].numpy())  # (the walker passes floats)
+    # the B nodes as the rows of a tree record (the fields the scores read; the others unread)
+    tree = Tree.Arrays(**{f.name: np.zeros((batch, actions) if f.per_edge else batch, np.float32)
+                          for f in Tree.FIELDS})._replace(
+        child_visits=visits.numpy(), child_value_sum=value_sum.numpy(), legal=legal.to(torch.uint8).numpy(),
+        prior=prior.contiguous().numpy())
+    for b in range(batch):  # (with the rule's record, as the walker passes it)
+        rule_kernels._gumbel_scores(b, tree, np.float32(raw[b]), rule_kernels.rule_params(rule), ours[b].numpy())
     assert torch.equal(torch.isinf(ours), ~legal)
     assert torch.allclose(ours[legal], theirs[legal], rtol=1e-5, atol=1e-6)
     assert torch.equal(ours.argmax(dim=1), theirs.argmax(dim=1))

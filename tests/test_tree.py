@@ -1,5 +1,6 @@
 """The tree's field table: every array declared in search.tree.FIELDS is allocated, refilled,
-grown, carried into a kept subtree (torch and compiled forms) and replaced with its node."""
+grown, carried into a kept subtree (torch and compiled forms), replaced with its node, and
+handed to the compiled walk by name."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import pytest
 import torch
 
 import games
-from azero.search import UCB1, RolloutEvaluator, simulate
+from azero.search import PUCT, UCB1, RolloutEvaluator, simulate
+from azero.search import kernels as search_kernels
+from azero.search import subtree_kernels
 from azero.search import tree as tree_module
 from azero.search.tree import (
     FIELDS,
@@ -35,10 +38,23 @@ EXTRA = (
 )
 
 
+PLAIN_TREE = tree_module.Tree
+
+
 @pytest.fixture
 def wide_tree(monkeypatch):
     """Trees built with the table FIELDS + EXTRA."""
     monkeypatch.setattr(tree_module, "Tree", tree_module.tree_type(FIELDS + EXTRA))
+    if game_kernels.AVAILABLE:
+        # The compiled loops specialise on the wide tree's record, a class no other process has:
+        # keep those compilations off numba's disk cache (saved each run, never found again).
+        from numba.core.caching import NullCache
+        from numba.core.registry import CPUDispatcher
+
+        for module in (search_kernels, subtree_kernels):
+            for value in vars(module).values():
+                if isinstance(value, CPUDispatcher):
+                    monkeypatch.setattr(value, "_cache", NullCache())
 
 
 def searched(batch=3, capacity=40, simulations=30, seed=0):
@@ -174,3 +190,51 @@ def test_replaced_rows_take_every_field_of_the_other_tree(wide_tree):
             continue
         assert torch.equal(getattr(tree, f.name)[[2, 0]], getattr(other, f.name)), f.name
     assert int(tree.node_tag[1, 0]) == 0 and int(tree.node_tag[0, 0]) == 1000
+
+
+@pytest.mark.parametrize("rule", [UCB1(), PUCT()], ids=["ucb1", "puct"])
+def test_the_compiled_walk_takes_every_field_by_name_and_searches_the_same(wide_tree, monkeypatch, rule):
+    """The compiled walk receives the whole table as one record of named arrays (no argument list
+    to extend): a compiled function reads and writes a new field through the record the walker
+    passes, and the search is the same with the extra fields as without."""
+    if not game_kernels.AVAILABLE:
+        pytest.skip("numba is not available")
+    from numba import njit
+
+    @njit
+    def write_depths(tree, capacity, next_node):  # a new statistic's compiled code: fields by name
+        for b in range(next_node.shape[0]):
+            for n in range(next_node[b]):
+                up = tree.parent[b * capacity + n]
+                tree.node_tag[b * capacity + n] = 0 if up < 0 else tree.node_tag[b * capacity + up] + 1
+
+    roots = GAME.step(GAME.initial_state(3), torch.tensor([0, 4, 8]))
+
+    def search(keep_priors):
+        tree = new_tree(GAME, roots, 60, make_keys(2, 3), with_prior=keep_priors)
+        simulate(tree, GAME, RolloutEvaluator(GAME), rule, 50, parallel=3)
+        return tree
+
+    wide = search(rule.uses_prior)
+    record = search_kernels.tree_arrays(wide)
+    assert record._fields == tuple(f.name for f in FIELDS + EXTRA)
+    walker = search_kernels.Walker(wide, rule)
+    assert walker.arrays is record and record.node_tag.base is not None  # a view of the tree's tensor
+    # the walk and the bookkeeping were compiled for a record of these names: the table reached them whole
+    for kernel in (search_kernels._gather, search_kernels._finish):
+        assert any(getattr(t, "fields", None) == record._fields for signature in kernel.signatures for t in signature), \
+            kernel
+    write_depths(record, wide.capacity, wide.next_node.numpy())
+    depth = torch.zeros(3, 60, dtype=torch.int16)
+    for b in range(3):
+        for n in range(1, int(wide.next_node[b])):
+            depth[b, n] = depth[b, wide.parent[b, n]] + 1
+    used = torch.arange(60).unsqueeze(0) < wide.next_node.unsqueeze(1)
+    assert torch.equal(wide.node_tag[used], depth[used]) and bool((wide.node_tag[~used] == EMPTY).all())
+    monkeypatch.setattr(tree_module, "Tree", PLAIN_TREE)
+    plain = search(rule.uses_prior)
+    assert not hasattr(plain, "node_tag")
+    for f in FIELDS:
+        a, b = getattr(wide, f.name), getattr(plain, f.name)
+        assert (a is None and b is None) or torch.equal(a, b), f.name
+    assert torch.equal(wide.next_node, plain.next_node) and int(wide.visits[:, ROOT].min()) == 50

@@ -196,11 +196,6 @@ def chosen_action(tree: Tree, rule: Gumbel, gumbel: torch.Tensor) -> torch.Tenso
     return _best_with_visits(root_scores(tree, rule, gumbel), visits, most, legal)
 
 
-def _compiled(tree: Tree, gumbel: torch.Tensor) -> bool:
-    """Whether the rounds' compiled form (kernels.gumbel_round_actions) takes this tree and noise."""
-    return kernels.supports_tree(tree) and gumbel.device.type == "cpu"
-
-
 def round_actions(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, target: torch.Tensor, lengths: torch.Tensor,
                   width: int, log_prior=None) -> torch.Tensor:
     """long [B, width]: the root moves of the next lengths[b] (long [B], at most width)
@@ -216,9 +211,10 @@ def round_actions(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, target: torch.
     move), is counted. So the round's walks can go to the network in one call. With the
     rule's `rescale`, sigma's min and max are those of the round's start: the later walks'
     moves may then differ from choosing before each simulation (the first round's do not).
-    log_prior: for the compiled form, the roots' log priors (kernels.root_log_prior), made once a search.
+    log_prior: the roots' log priors (kernels.root_log_prior), made once a search where it runs
+    compiled (gumbel_search asks kernels.supports): the compiled rounds run when it is given.
     """
-    if _compiled(tree, gumbel):
+    if log_prior is not None:
         return kernels.gumbel_round_actions(tree, rule, gumbel, target, lengths, width, log_prior)
     visits, legal = tree.child_visits[:, ROOT].clone(), tree.legal[:, ROOT]
     rows = torch.arange(tree.batch_size, device=visits.device)
@@ -289,7 +285,7 @@ def gumbel_search(
     width = simulations if _kept(rows, simulations) else max(SCHEDULE_WINDOW, chunk)
     first, table, runs = 0, None, None
     # the roots' priors stay as they are: the compiled rounds take their logarithms once
-    log_prior = kernels.root_log_prior(tree) if _compiled(tree, gumbel) else None
+    log_prior = kernels.root_log_prior(tree) if kernels.supports(rule, tree, gumbel) else None
 
     def next_root_actions(budget: torch.Tensor) -> torch.Tensor:
         at = done.clamp(max=simulations - 1) - first  # (a tree with its simulations done has budget 0)

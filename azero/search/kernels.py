@@ -6,17 +6,18 @@ The engine's torch form does each level of every tree's descent as a dozen opera
 over [B, A] arrays, with a Python round trip per level; on a CPU that overhead, not the
 arithmetic, is the cost. Here one call walks every tree from its root to the node it
 expands, with the same rule as azero.search.selection (UCB1, PUCT or Gumbel, same formulas,
-same random draws, first maximum on ties), and one call adds the values along the paths;
+same random draws, first maximum on ties: search/rule_kernels.py), and one call adds the
+values along the paths;
 another makes Gumbel's root choices (search/gumbel.py's sequential halving). The
 torch form stays the reference and serves other devices and other rules; the tests check
 that both make the same searches on test positions. The float32 logarithm here (numba's)
 and torch's vectorised one differ in the last bit for some visit counts, so two children
 whose scores tie to within that may be ordered differently by the two forms; each form is
-deterministic and batch-independent on its own. The loops compile with numpy's error model:
-no check for a division by zero (every divisor here is positive; PUCT refuses constants that
-would make one zero), which leaves the compiler free to vectorise the score loops.
+deterministic and batch-independent on its own.
 
-These loops take the tree's conventions as plain numbers: node 0 is the root and a
+The loops take the tree as one record, `Tree.Arrays` (`tree_arrays`: a numpy view of each
+field of search.tree.FIELDS, by name), and the rule as the record of its constants
+(rule_kernels.rule_params). They take the tree's conventions as plain numbers: node 0 is the root and a
 negative node index is no node (search.tree's ROOT, NO_PARENT, UNEXPANDED; this module sits
 below search.tree and does not import it).
 See games.kernels for the why, AZERO_NO_KERNELS, and a note on numba's disk cache.
@@ -32,22 +33,14 @@ import torch
 
 from games import NO_ACTION
 from games import kernels as _games_kernels
-from games.kernels import hash_one, njit, nth_of
+from games.base import Expansion
+from games.kernels import hash_one, njit
 
-from .selection import LOWEST_SCORE, PUCT, RESCALE_EPSILON, UCB1, Gumbel
+from .rule_kernels import _PARAMS, _first_max, _gumbel_sigma, _legal_score, rule_params, select_child
 
-UCB1_KIND, PUCT_KIND, GUMBEL_KIND = 1, 2, 3
 TERMINAL, NEW_LEAF, COLLISION = 0, 1, 2  # how a walk down a tree ends
 _INF = np.float32(np.inf)
 _TINY = np.float32(np.finfo(np.float32).tiny)
-_RESCALE_EPSILON = np.float32(RESCALE_EPSILON)
-_LOWEST = np.float32(LOWEST_SCORE)
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _uniform_draw(key, depth):  # pragma: no cover - compiled; games.keyed_random.uniform_draw, one value
-    v = hash_one(key + (((depth + 1) * 0x632BE5AB) & 0xFFFFFFFF))
-    return np.float32(v >> 8) * np.float32(1.0 / (1 << 24))
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -56,222 +49,42 @@ def _step_key(key, counter):  # pragma: no cover - compiled; games.keyed_random.
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _first_max(scores, count):  # pragma: no cover - compiled; torch.argmax: the first maximum
-    best, index = scores[0], 0
-    for a in range(1, count):
-        if scores[a] > best:
-            best, index = scores[a], a
-    return index
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _legal_score(score):  # pragma: no cover - compiled; selection.legal_scores, one legal move's score
-    return score if score > _LOWEST else _LOWEST  # (NaN and -inf: the lowest, above an illegal move's -inf)
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _gumbel_node(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale):  # pragma: no cover - compiled
-    """What sigma(completed Q) needs at node `flat` (selection.completed_q and sigma; raw: the
-    node's raw value for the chooser): (the node's total child visits, sigma's scale, the low
-    end and the span of q_hat's range (`rescale`: the legal moves' completed Q), the mixed value
-    that completes the Q of the unvisited moves, whether a legal move is unvisited)."""
-    total, most = np.float32(0.0), np.float32(0.0)
-    weighted, weight_sum = np.float32(0.0), np.float32(0.0)
-    low, high = _INF, -_INF  # (with rescale) the visited moves' Q, then the completed Q of the unvisited
-    unvisited = False
-    for a in range(child_visits.shape[1]):
-        n = child_visits[flat, a]
-        total += n
-        most = max(most, n)
-        if n > 0:  # (a visited move is legal)
-            p = max(prior[flat, a], _TINY)
-            q = child_value_sum[flat, a] / n
-            weighted += p * q
-            weight_sum += p
-            if rescale:
-                low, high = min(low, q), max(high, q)
-        elif legal[flat, a] != 0:
-            unvisited = True
-    mean_q = weighted / max(weight_sum, _TINY)
-    mixed = (raw + total * mean_q) / (np.float32(1.0) + total)
-    scale = (np.float32(c_visit) + most) * np.float32(c_scale)
-    span = np.float32(1.0)  # (read only with rescale)
-    if rescale:
-        if unvisited:
-            low, high = min(low, mixed), max(high, mixed)
-        span = max(high - low, _RESCALE_EPSILON)
-    return total, scale, low, span, mixed, unvisited
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _q_hat(q, low, span, rescale):  # pragma: no cover - compiled; sigma's value on [0, 1]
-    return (q - low) / span if rescale else np.float32(0.5) * (q + np.float32(1.0))
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _gumbel_sigma(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out):  # pragma: no cover - compiled
-    """out[a] = sigma(completed Q) at node `flat` for every action (selection.sigma; `rescale`: q_hat
-    min-max normalised over the legal moves); raw: the node's raw value for the chooser."""
-    _, scale, low, span, mixed, _ = _gumbel_node(flat, child_visits, child_value_sum, legal, prior, raw, c_visit,
-                                                 c_scale, rescale)
-    for a in range(out.shape[0]):
-        n = child_visits[flat, a]
-        q = child_value_sum[flat, a] / n if n > 0 else mixed
-        out[a] = scale * _q_hat(q, low, span, rescale)
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _gumbel_scores(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, out):  # pragma: no cover - compiled
-    """out[a] = pi'(a) - N(a) / (1 + sum N) at node `flat`, -inf where illegal (selection.Gumbel.scores).
-
-    pi' = softmax(log prior + sigma) is computed as prior * exp(sigma - max sigma), normalised:
-    the same policy (but for float32 rounding) without a logarithm, and with one exponential
-    for each visited move and one for all the unvisited, whose sigma is the mixed value's
-    (those calls to the maths library were most of a walk's cost). A prior that underflowed to
-    0 counts as float32's smallest normal, as in the logarithms; the move of largest sigma
-    keeps its whole prior, so the sum is at least that, and products below float32's normals
-    round by under 1e-7 of pi'."""
-    actions = out.shape[0]
-    total, scale, low, span, mixed, unvisited = _gumbel_node(flat, child_visits, child_value_sum, legal, prior, raw,
-                                                             c_visit, c_scale, rescale)
-    unvisited_sigma = scale * _q_hat(mixed, low, span, rescale)
-    top = unvisited_sigma if unvisited else -_INF
-    for a in range(actions):  # sigma of the visited moves (the few), and the largest sigma
-        n = child_visits[flat, a]
-        if n > 0:
-            out[a] = scale * _q_hat(child_value_sum[flat, a] / n, low, span, rescale)
-            top = max(top, out[a])
-    shared = np.exp(unvisited_sigma - top)
-    mass = np.float32(0.0)
-    for a in range(actions):
-        if legal[flat, a] != 0:
-            weight = np.exp(out[a] - top) if child_visits[flat, a] > 0 else shared
-            out[a] = max(prior[flat, a], _TINY) * weight
-            mass += out[a]
-    for a in range(actions):
-        if legal[flat, a] != 0:
-            out[a] = _legal_score(out[a] / mass - child_visits[flat, a] / (np.float32(1.0) + total))
-        else:
-            out[a] = -_INF
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _select(
-    kind, virtual_loss, flat, key, depth, children, child_visits, child_value_sum, legal, prior, visits, value_sum,
-    q_sign, pending, raw_value, base, c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced, rescale, flight,
-    scores,
-):  # pragma: no cover - compiled; selection.UCB1.select, PUCT.select and Gumbel.select for one node
-    actions = children.shape[1]
-    if kind == GUMBEL_KIND:  # (no pending visits: the walks of a step go below different root moves)
-        raw = raw_value[flat] * q_sign[flat]
-        _gumbel_scores(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, scores)
-        return _first_max(scores, actions)
-    # the descents in flight through each child (zeros, and the sequential scores, when none is)
-    node_pending = pending[flat]
-    for a in range(actions):
-        flight[a] = np.float32(0.0)
-    if node_pending > 0:
-        for a in range(actions):
-            child = children[flat, a]
-            if child >= 0:
-                flight[a] = pending[base + child]
-    n_parent = max(visits[flat] + node_pending, np.float32(1.0))
-    action = 0
-    if kind == UCB1_KIND:
-        untried = 0
-        for a in range(actions):  # branch-free, vectorised
-            untried += (legal[flat, a] != 0) & (child_visits[flat, a] == 0) & (flight[a] == 0)
-        if untried > 0:
-            nth = nth_of(_uniform_draw(key, depth), untried)
-            seen = 0
-            for a in range(actions):
-                seen += (legal[flat, a] != 0) & (child_visits[flat, a] == 0) & (flight[a] == 0)
-                if seen > nth:
-                    action = a
-                    break
-        else:
-            weight = np.sqrt(np.log(n_parent)) * np.float32(2.0 * c)
-            for a in range(actions):  # vectorised: every child's score, -inf if untried
-                total = child_visits[flat, a] + flight[a]
-                n = max(total, np.float32(1.0))
-                if virtual_loss:
-                    mean = (child_value_sum[flat, a] - flight[a]) / n
-                else:
-                    mean = child_value_sum[flat, a] / max(child_visits[flat, a], np.float32(1.0))
-                score = mean + weight * (np.float32(1.0) / np.sqrt(n))
-                scores[a] = _legal_score(score) if total != 0 else -_INF
-            action = _first_max(scores, actions)
-    else:
-        w = np.log1p((n_parent + np.float32(1.0)) * np.float32(1.0 / c_base)) + np.float32(c_init)
-        w = w * np.sqrt(n_parent) * np.float32(2.0)
-        q = value_sum[flat] / max(visits[flat], np.float32(1.0)) * q_sign[flat]
-        fpu = min(max(q - np.float32(2.0 * fpu_reduction), np.float32(-1.0)), np.float32(1.0)) / w
-        for a in range(actions):  # vectorised: every child's score, -inf if illegal
-            n = child_visits[flat, a] + flight[a]
-            if virtual_loss:
-                exploit = (child_value_sum[flat, a] - flight[a]) / (n * w) if n > 0 else fpu
-            else:
-                done = child_visits[flat, a]
-                exploit = child_value_sum[flat, a] / (done * w) if done > 0 else fpu
-            score = exploit + prior[flat, a] / (n + np.float32(1.0))
-            scores[a] = _legal_score(score) if legal[flat, a] != 0 else -_INF
-        if depth == 0 and forced > 0:  # forced playouts (selection.PUCT._forced): visited root moves short first
-            root_total = np.float32(0.0)  # the visits counting those in flight, n + o, as in selection.py
-            for a in range(actions):
-                root_total += child_visits[flat, a] + flight[a]
-            for a in range(actions):
-                n = child_visits[flat, a] + flight[a]
-                if legal[flat, a] != 0 and n > 0 and n < np.sqrt(np.float32(forced) * prior[flat, a] * root_total):
-                    scores[a] = _INF
-        action = _first_max(scores, actions)
-    return action
-
-
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _add_pending(base, node, delta, parent, pending):  # pragma: no cover - compiled
+def _add_pending(base, node, delta, tree):  # pragma: no cover - compiled
     """`delta` descents in flight through `node` and its ancestors."""
     while node >= 0:
-        pending[base + node] += delta
-        node = parent[base + node]
+        tree.pending[base + node] += delta
+        node = tree.parent[base + node]
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _add_value(
-    base, node, value, pending_delta, parent, action_of, mover_sign, visits, value_sum, pending, child_visits,
-    child_value_sum,
-):  # pragma: no cover - compiled; engine._backup for one path, from its last node up
+def _add_value(base, node, value, pending_delta, tree):  # pragma: no cover - compiled; engine._backup for one path
     """One visit of `value` (first player's view) to `node` and its ancestors, and to the edges between."""
     while node >= 0:
         flat = base + node
-        signed = value * mover_sign[flat]
-        visits[flat] += np.float32(1.0)
-        value_sum[flat] += signed
-        pending[flat] += pending_delta
-        up = parent[flat]
+        signed = value * tree.mover_sign[flat]
+        tree.visits[flat] += np.float32(1.0)
+        tree.value_sum[flat] += signed
+        tree.pending[flat] += pending_delta
+        up = tree.parent[flat]
         if up >= 0:  # the edge into the node: the chooser's view at the parent is the mover's here
-            child_visits[base + up, action_of[flat]] += np.float32(1.0)
-            child_value_sum[base + up, action_of[flat]] += signed
+            tree.child_visits[base + up, tree.action[flat]] += np.float32(1.0)
+            tree.child_value_sum[base + up, tree.action[flat]] += signed
         node = up
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _gather(
-    kind, virtual_loss, children, child_visits, child_value_sum, legal, prior, visits, value_sum, q_sign, terminal,
-    terminal_value, mover_sign, parent, action_of, pending, raw_value,
-    keys, next_node, budget, root_action, capacity, c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced, rescale,
-    leaf_rows, leaf_nodes, leaf_parents, leaf_actions, leaf_keys, leaf_flat, leaf_parent_flat, collision_rows,
-    collision_nodes, counts,
-):  # pragma: no cover - compiled; the walks of one step of engine._simulate
+def _gather(rule, tree, keys, next_node, budget, root_action, capacity, leaves, collisions,
+            counts):  # pragma: no cover - compiled; the walks of one step of engine._simulate
     batch = next_node.shape[0]
-    actions = children.shape[1]
+    actions = tree.children.shape[1]
     scores = np.empty(actions, dtype=np.float32)
     flight = np.empty(actions, dtype=np.float32)
-    leaves = 0
-    collisions = 0
+    found_leaves = 0
+    collided_walks = 0
     full = 0
     for b in range(batch):
         base = b * capacity
-        counter = np.int64(visits[base])  # the root's visits number the simulations: their random keys
+        counter = np.int64(tree.visits[base])  # the root's visits number the simulations: their random keys
         found = 0
         collided = 0
         while found < budget[b] and collided < budget[b]:
@@ -284,129 +97,112 @@ def _gather(
             action = 0
             while True:
                 flat = base + node
-                if terminal[flat]:  # a finished game: its result is the value
+                if tree.terminal[flat]:  # a finished game: its result is the value
                     break
                 if depth == 0 and root_action[b, walk] >= 0:  # chosen by the caller (Gumbel's sequential halving)
                     action = root_action[b, walk]
                 else:
-                    action = _select(
-                        kind, virtual_loss, flat, key, depth, children, child_visits, child_value_sum, legal, prior,
-                        visits, value_sum, q_sign, pending, raw_value, base, c, c_init, c_base, fpu_reduction,
-                        c_visit, c_scale, forced, rescale, flight, scores,
-                    )
-                child = children[flat, action]
+                    action = select_child(rule, tree, flat, base, key, depth, flight, scores)
+                child = tree.children[flat, action]
                 if child < 0:  # an edge not expanded yet: a new leaf
                     end = NEW_LEAF
                     break
-                if visits[base + child] == 0:  # a leaf another descent of this step found
+                if tree.visits[base + child] == 0:  # a leaf another descent of this step found
                     end = COLLISION
                     node = child
                     break
                 node = child
                 depth += 1
             if end == TERMINAL:
-                _add_value(base, node, terminal_value[base + node], np.float32(0.0), parent, action_of, mover_sign,
-                           visits, value_sum, pending, child_visits, child_value_sum)
+                _add_value(base, node, tree.terminal_value[base + node], np.float32(0.0), tree)
                 found += 1
             elif end == NEW_LEAF:
                 new = next_node[b]
                 if new >= capacity:
                     full = 1
                     break
-                children[base + node, action] = new
-                parent[base + new] = node
-                action_of[base + new] = action
+                tree.children[base + node, action] = new
+                tree.parent[base + new] = node
+                tree.action[base + new] = action
                 next_node[b] = new + 1
-                _add_pending(base, new, np.float32(1.0), parent, pending)
-                leaf_rows[leaves] = b
-                leaf_nodes[leaves] = new
-                leaf_parents[leaves] = node
-                leaf_actions[leaves] = action
-                leaf_keys[leaves] = key
-                leaf_flat[leaves] = base + new
-                leaf_parent_flat[leaves] = base + node
-                leaves += 1
+                _add_pending(base, new, np.float32(1.0), tree)
+                leaves.rows[found_leaves] = b
+                leaves.nodes[found_leaves] = new
+                leaves.parents[found_leaves] = node
+                leaves.actions[found_leaves] = action
+                leaves.keys[found_leaves] = key
+                leaves.flat[found_leaves] = base + new
+                leaves.parent_flat[found_leaves] = base + node
+                found_leaves += 1
                 found += 1
             else:
-                _add_pending(base, node, np.float32(1.0), parent, pending)
-                collision_rows[collisions] = b
-                collision_nodes[collisions] = node
-                collisions += 1
+                _add_pending(base, node, np.float32(1.0), tree)
+                collisions.rows[collided_walks] = b
+                collisions.nodes[collided_walks] = node
+                collided_walks += 1
                 collided += 1
-    counts[0] = leaves
-    counts[1] = collisions
+    counts[0] = found_leaves
+    counts[1] = collided_walks
     counts[2] = full
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _record(
-    rows, new, capacity, parent_to_play, child_to_play, done, result, legal, value, prior, has_prior, with_prior,
-    mover_sign, q_sign, t_legal, terminal, terminal_value, t_prior, raw_value,
-):  # pragma: no cover - compiled; engine._expand's bookkeeping for the new leaves, after their evaluation
+def _record(rows, new, capacity, expansion, value, prior, has_prior, with_prior,
+            tree):  # pragma: no cover - compiled; engine._expand's bookkeeping for the new leaves, after their evaluation
+    legal = expansion.legal
     actions = legal.shape[1]
     for i in range(rows.shape[0]):
         flat = rows[i] * capacity + new[i]
-        mover = np.float32(1 - 2 * parent_to_play[i])
-        mover_sign[flat] = mover
+        mover = np.float32(1 - 2 * expansion.parent_to_play[i])
+        tree.mover_sign[flat] = mover
         count = 0
         for a in range(actions):
-            t_legal[flat, a] = legal[i, a]
+            tree.legal[flat, a] = legal[i, a]
             count += legal[i, a] != 0
-        terminal[flat] = done[i]
-        terminal_value[flat] = result[i]
-        if done[i]:  # a finished game's value is its result
-            value[i] = result[i]
+        tree.terminal[flat] = expansion.done[i]
+        tree.terminal_value[flat] = expansion.result[i]
+        if expansion.done[i]:  # a finished game's value is its result
+            value[i] = expansion.result[i]
         if with_prior:  # PUCT's and Gumbel's fields
-            q_sign[flat] = mover * np.float32(1 - 2 * child_to_play[i])
+            tree.q_sign[flat] = mover * np.float32(1 - 2 * expansion.to_play[i])
             if has_prior:
                 for a in range(actions):
-                    t_prior[flat, a] = prior[i, a]
+                    tree.prior[flat, a] = prior[i, a]
             else:  # uniform over the legal moves
                 share = np.float32(1.0) / np.float32(max(count, 1))
                 for a in range(actions):
-                    t_prior[flat, a] = share if legal[i, a] != 0 else np.float32(0.0)
-            raw_value[flat] = value[i] * mover
+                    tree.prior[flat, a] = share if legal[i, a] != 0 else np.float32(0.0)
+            tree.raw_value[flat] = value[i] * mover
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _backup(
-    leaf_rows, leaf_nodes, values, leaves, collision_rows, collision_nodes, collisions, capacity,
-    parent, action_of, mover_sign, visits, value_sum, pending, child_visits, child_value_sum,
-):  # pragma: no cover - compiled
+def _backup(leaf_rows, leaf_nodes, values, leaves, collisions, collision_count, capacity,
+            tree):  # pragma: no cover - compiled
     for i in range(leaves):
-        _add_value(leaf_rows[i] * capacity, leaf_nodes[i], values[i], np.float32(-1.0), parent, action_of, mover_sign,
-                   visits, value_sum, pending, child_visits, child_value_sum)
-    for i in range(collisions):
-        _add_pending(collision_rows[i] * capacity, collision_nodes[i], np.float32(-1.0), parent, pending)
+        _add_value(leaf_rows[i] * capacity, leaf_nodes[i], values[i], np.float32(-1.0), tree)
+    for i in range(collision_count):
+        _add_pending(collisions.rows[i] * capacity, collisions.nodes[i], np.float32(-1.0), tree)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _finish(
-    rows, new, capacity, parent_to_play, child_to_play, done, result, legal, value, prior, has_prior, with_prior,
-    collision_rows, collision_nodes, collisions, mover_sign, q_sign, t_legal, terminal, terminal_value, t_prior,
-    raw_value, parent, action_of, visits, value_sum, pending, child_visits, child_value_sum,
-):  # pragma: no cover - compiled; _record, then _backup, in one call
-    _record(rows, new, capacity, parent_to_play, child_to_play, done, result, legal, value, prior, has_prior, with_prior,
-            mover_sign, q_sign, t_legal, terminal, terminal_value, t_prior, raw_value)
-    _backup(rows, new, value, rows.shape[0], collision_rows, collision_nodes, collisions, capacity, parent, action_of,
-            mover_sign, visits, value_sum, pending, child_visits, child_value_sum)
+def _finish(rows, new, capacity, expansion, value, prior, has_prior, with_prior, collisions, collision_count,
+            tree):  # pragma: no cover - compiled; _record, then _backup, in one call
+    _record(rows, new, capacity, expansion, value, prior, has_prior, with_prior, tree)
+    _backup(rows, new, value, rows.shape[0], collisions, collision_count, capacity, tree)
 
 
-def supports_tree(tree) -> bool:
-    """Whether the compiled loops can work on this tree (numba present, CPU, float32 statistics)."""
-    return (
-        _games_kernels.AVAILABLE
-        and tree.visits.device.type == "cpu"
-        and tree.visits.dtype == torch.float32
-        and tree.child_visits.dtype == torch.float32
-    )
-
-
-def supports(rule, tree) -> bool:
-    """Whether the compiled descent can run this rule on this tree."""
-    if isinstance(rule, (PUCT, Gumbel)) and tree.prior is None:  # (the torch form reports the misuse)
+def supports(rule, tree, *tensors: torch.Tensor) -> bool:
+    """Whether the compiled loops run this search: the one place that chooses them over the torch
+    form. True when numba is there, the tree is on the CPU with float32 statistics, `tensors`
+    (the caller's other inputs, e.g. Gumbel's noise) are on the CPU too, and `rule` has a
+    compiled walk (`rule_params`) on a tree it can use (PUCT and Gumbel need priors: the torch form
+    reports the misuse); rule None asks for the tree's loops alone (search.tree.subtree)."""
+    if not (_games_kernels.AVAILABLE and tree.visits.device.type == "cpu" and tree.visits.dtype == torch.float32
+            and tree.child_visits.dtype == torch.float32 and all(t.device.type == "cpu" for t in tensors)):
         return False
-    return type(rule) in (UCB1, PUCT, Gumbel) and supports_tree(tree)
+    if rule is None:
+        return True
+    return type(rule) in _PARAMS and (tree.prior is not None or not rule.uses_prior)
 
 
 def _numpy(array: torch.Tensor) -> np.ndarray:
@@ -422,14 +218,24 @@ def _rows(array: torch.Tensor) -> np.ndarray:
     return array.view(array.shape[0] * array.shape[1], -1).numpy()
 
 
-# the tree arrays each compiled step takes, in the order of its parameters
-_GATHER = (
-    "children", "child_visits", "child_value_sum", "legal", "prior", "visits", "value_sum", "q_sign", "terminal",
-    "terminal_value", "mover_sign", "parent", "action", "pending", "raw_value",
-)
-_RECORD = ("mover_sign", "q_sign", "legal", "terminal", "terminal_value", "prior", "raw_value")
-_BACKUP = ("parent", "action", "mover_sign", "visits", "value_sum", "pending", "child_visits", "child_value_sum")
-_FINISH = _RECORD + tuple(name for name in _BACKUP if name not in _RECORD)  # _finish's tree arrays, in its order
+def tree_arrays(tree):
+    """The tree as the compiled loops take it: one record (`type(tree).Arrays`, a namedtuple of
+    the field table's names) holding a numpy view of each field, [B * N] per node and
+    [B * N, A] per edge (bool as uint8); a field the tree does not hold (priors in a UCB1 tree)
+    is a one-row placeholder of its type, never read. Made once per tree (the views follow
+    in-place writes) and kept on it."""
+    made = tree.__dict__.get("_arrays")
+    if made is None:
+        views = {}
+        for field in type(tree).FIELDS:
+            array = getattr(tree, field.name)
+            if array is None:
+                dtype = np.uint8 if field.dtype == torch.bool else torch.empty(0, dtype=field.dtype).numpy().dtype
+                views[field.name] = np.zeros((1, tree.num_actions) if field.per_edge else 1, dtype)
+            else:
+                views[field.name] = _numpy(array)
+        made = tree._arrays = type(tree).Arrays(**views)
+    return made
 
 
 class Leaves(NamedTuple):
@@ -437,7 +243,8 @@ class Leaves(NamedTuple):
     rows, nodes, parents, actions, keys: long [n], the tree, the node, its parent, the action
     from there and the walk's random key (games.keyed_random.step_keys of the tree's key and the
     simulation's number) of each leaf; flat, parent_flat: the node's and its parent's index
-    into the trees' [B * N] rows (b * N + node)."""
+    into the trees' [B * N] rows (b * N + node). The compiled walk fills the same record of
+    numpy arrays."""
 
     rows: torch.Tensor
     nodes: torch.Tensor
@@ -448,48 +255,40 @@ class Leaves(NamedTuple):
     parent_flat: torch.Tensor
 
 
+class Collisions(NamedTuple):
+    """The walks of a step that ended at a leaf of the same step: rows, nodes, long [n] (numpy
+    arrays in the compiled walk): the tree and the leaf."""
+
+    rows: torch.Tensor
+    nodes: torch.Tensor
+
+
 class Walker:
     """The compiled steps of one `simulate` call, with their buffers: `gather` walks every
     tree up to `parallel` times; `finish` writes the new leaves' fields and adds their values.
     Leaves and collisions are at most B * parallel per step."""
 
     def __init__(self, tree, rule, parallel: int = 1):
-        batch, capacity, actions = tree.batch_size, tree.capacity, tree.num_actions
+        batch, capacity = tree.batch_size, tree.capacity
         self.tree, self.capacity = tree, capacity
         most = batch * parallel
         self.leaves = Leaves(*(torch.empty(most, dtype=torch.long) for _ in Leaves._fields))
-        self.collision_rows, self.collision_nodes = (torch.empty(most, dtype=torch.long) for _ in range(2))
+        self.leaves_np = Leaves(*(t.numpy() for t in self.leaves))
+        self.collisions_np = Collisions(*(np.empty(most, dtype=np.int64) for _ in Collisions._fields))
         self.counts = np.zeros(3, dtype=np.int64)
         self.values = np.empty(most, dtype=np.float32)  # finish's copy of the leaves' values
         self.last_leaves: tuple[int, Leaves | None] = (-1, None)  # gather's last answer: views of the buffers
-        self.collision_rows_np, self.collision_nodes_np = self.collision_rows.numpy(), self.collision_nodes.numpy()
-        self.outputs = (*(t.numpy() for t in self.leaves), self.collision_rows_np, self.collision_nodes_np, self.counts)
         self.no_value = np.zeros(0, np.float32)
         # walk j of a step (collisions counted) of tree b starts with root_action[b, j] (NO_ACTION:
         # the rule chooses); a step makes at most 2 * parallel walks
         self.root_action = torch.full((batch, 2 * parallel), NO_ACTION, dtype=torch.long)
         self.root_action_np = self.root_action.numpy()
         self.imposed = False
-        # (c, c_init, c_base, fpu_reduction, c_visit, c_scale, forced_playouts, rescale): each rule reads its own
-        if isinstance(rule, UCB1):
-            self.kind, self.params = UCB1_KIND, (float(rule.c), 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-        elif isinstance(rule, Gumbel):
-            self.kind, self.params = GUMBEL_KIND, (0.0, 0.0, 1.0, 0.0, float(rule.c_visit), float(rule.c_scale), 0.0,
-                                                   float(rule.rescale))
-        else:
-            self.kind = PUCT_KIND
-            self.params = (0.0, float(rule.c_init), float(rule.c_base), float(rule.fpu_reduction), 0.0, 0.0,
-                           float(rule.forced_playouts), 0.0)
-        self.virtual_loss = bool(getattr(rule, "virtual_loss", True))
-        with_prior = {"prior", "raw_value"}
-        arrays = {name: _numpy(getattr(tree, name)) for name in {*_GATHER, *_RECORD, *_BACKUP} - with_prior}
-        # a tree without priors (UCB1): PUCT's and Gumbel's arguments are there but never read
-        arrays["prior"] = np.zeros((1, actions), np.float32) if tree.prior is None else _numpy(tree.prior)
-        arrays["raw_value"] = np.zeros(1, np.float32) if tree.raw_value is None else _numpy(tree.raw_value)
-        self.arrays = tuple(arrays[name] for name in _GATHER)
-        self.backup_arrays = tuple(arrays[name] for name in _BACKUP)
-        self.finish_arrays = tuple(arrays[name] for name in _FINISH)
-        self.no_prior = np.zeros((1, actions), np.float32)  # record's prior argument when the evaluator gives none
+        self.params = rule_params(rule)
+        self.arrays = tree_arrays(tree)
+        self.with_prior = tree.prior is not None
+        self.no_prior = np.zeros((1, tree.num_actions), np.float32)  # finish's prior when the evaluator gives none
+        self.no_planes = np.zeros((1, 1, 1), np.float32)  # (the bookkeeping reads no planes)
         self.keys, self.next_node = tree.keys.numpy(), tree.next_node.numpy()
         # the positions' fields (numpy's row copies cost less than torch's index_select/index_copy_ here)
         self.state_type = type(tree.states)
@@ -516,8 +315,8 @@ class Walker:
         elif self.imposed:
             self.root_action.fill_(NO_ACTION)
             self.imposed = False
-        _gather(self.kind, self.virtual_loss, *self.arrays, self.keys, self.next_node, budget.numpy(),
-                self.root_action_np, self.capacity, *self.params, *self.outputs)
+        _gather(self.params, self.arrays, self.keys, self.next_node, budget.numpy(), self.root_action_np,
+                self.capacity, self.leaves_np, self.collisions_np, self.counts)
         leaves, self.collisions, full = self.counts.tolist()
         if full:
             raise RuntimeError(f"search tree is full ({self.capacity} nodes); allocate more capacity")
@@ -526,7 +325,7 @@ class Walker:
         return self.last_leaves[1]
 
     def finish(self, leaves: Leaves, parent_to_play, to_play, done, legal, result, prior, value,
-               arrays: tuple | None = None) -> None:
+               arrays: Expansion | None = None) -> None:
         """Write the new nodes' fields (search.engine._expand's bookkeeping) once the evaluator
         has seen them: their signs (from the player who moved into each, `parent_to_play`, and
         the one to move, `to_play`, long [n]), legal moves, end of game (`done`), result, prior
@@ -540,37 +339,21 @@ class Walker:
         values = self.values[:rows.shape[0]]  # (written where the game is over: the caller's tensor stays as it was)
         values[:] = value.numpy() if value.dtype == torch.float32 else value.to(torch.float32).numpy()
         if arrays is not None:
-            legal_np, result_np, _, to_play_np, parent_to_play_np, done_np = arrays
-            legal_np, done_np = legal_np.view(np.uint8), done_np.view(np.uint8)
+            expansion = Expansion(arrays.legal.view(np.uint8), arrays.result, self.no_planes, arrays.to_play,
+                                  arrays.parent_to_play, arrays.done.view(np.uint8))
         else:
-            parent_to_play_np, to_play_np = parent_to_play.contiguous().numpy(), to_play.contiguous().numpy()
-            done_np = done.contiguous().view(torch.uint8).numpy()
-            result_np = result.to(torch.float32).contiguous().numpy()
-            legal_np = legal.contiguous().view(torch.uint8).numpy()
-        _finish(
-            rows,
-            nodes,
-            self.capacity,
-            parent_to_play_np,
-            to_play_np,
-            done_np,
-            result_np,
-            legal_np,
-            values,
-            prior.to(torch.float32).contiguous().numpy() if has_prior else self.no_prior,
-            has_prior,
-            self.tree.prior is not None,
-            self.collision_rows_np,
-            self.collision_nodes_np,
-            self.collisions,
-            *self.finish_arrays,
-        )
+            expansion = Expansion(legal.contiguous().view(torch.uint8).numpy(),
+                                  result.to(torch.float32).contiguous().numpy(), self.no_planes,
+                                  to_play.contiguous().numpy(), parent_to_play.contiguous().numpy(),
+                                  done.contiguous().view(torch.uint8).numpy())
+        _finish(rows, nodes, self.capacity, expansion, values,
+                prior.to(torch.float32).contiguous().numpy() if has_prior else self.no_prior, has_prior,
+                self.with_prior, self.collisions_np, self.collisions, self.arrays)
 
     def finish_without_leaves(self) -> None:
         """Back up a step whose walks made no new node: take back its collisions' pending visits."""
-        none = self.outputs[0][:0]
-        _backup(none, none, self.no_value, 0, self.collision_rows_np, self.collision_nodes_np, self.collisions,
-                self.capacity, *self.backup_arrays)
+        none = self.leaves_np.rows[:0]
+        _backup(none, none, self.no_value, 0, self.collisions_np, self.collisions, self.capacity, self.arrays)
 
     def take_states(self, flat: torch.Tensor):
         """The positions of nodes `flat` (long [n], b * N + node): tree.states.take(flat)."""
@@ -589,54 +372,51 @@ class Walker:
         count = leaves.rows.shape[0]
         if leaves is self.last_leaves[1] or (leaves.rows.data_ptr() == self.leaves.rows.data_ptr()
                                              and leaves.nodes.data_ptr() == self.leaves.nodes.data_ptr()):
-            return self.outputs[0][:count], self.outputs[1][:count]
+            return self.leaves_np.rows[:count], self.leaves_np.nodes[:count]
         return leaves.rows.numpy(), leaves.nodes.numpy()
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _gumbel_round(
-    child_visits, child_value_sum, legal, prior, raw_value, q_sign, capacity, c_visit, c_scale, rescale, gumbel, target,
-    lengths, log_prior, action,
-):  # pragma: no cover - compiled
+def _gumbel_round(rule, tree, capacity, gumbel, target, lengths, log_prior, action):  # pragma: no cover - compiled
     batch, actions = gumbel.shape
     scores = np.empty(actions, dtype=np.float32)
     candidates = np.empty(actions, dtype=np.float32)
     for b in range(batch):
         flat = b * capacity  # the root
-        raw = raw_value[flat] * q_sign[flat]
+        raw = tree.raw_value[flat] * tree.q_sign[flat]
         for j in range(action.shape[1]):
             action[b, j] = -1
         for j in range(lengths[b]):
             # the logits (selection.Gumbel.logits: log prior + sigma) from the root's logarithms, which
             # stay as they are all search
-            _gumbel_sigma(flat, child_visits, child_value_sum, legal, prior, raw, c_visit, c_scale, rescale, scores)
+            _gumbel_sigma(flat, tree, raw, rule, scores)
             found = False
             for a in range(actions):  # (an illegal move stays -inf whatever its noise: -inf + inf is NaN)
-                scores[a] = (_legal_score(log_prior[b, a] + scores[a] + gumbel[b, a]) if legal[flat, a] != 0
+                scores[a] = (_legal_score(log_prior[b, a] + scores[a] + gumbel[b, a]) if tree.legal[flat, a] != 0
                              else -np.float32(np.inf))
-                wanted = child_visits[flat, a] == target[b] and legal[flat, a] != 0
+                wanted = tree.child_visits[flat, a] == target[b] and tree.legal[flat, a] != 0
                 found |= wanted
                 candidates[a] = scores[a] if wanted else -np.float32(np.inf)
             chosen = _first_max(candidates, actions) if found else _first_max(scores, actions)
             action[b, j] = chosen
-            child_visits[flat, chosen] += np.float32(1.0)  # counted as visited for the round's later walks
+            tree.child_visits[flat, chosen] += np.float32(1.0)  # counted as visited for the round's later walks
         for j in range(lengths[b]):  # (whole numbers: taken back exactly)
-            child_visits[flat, action[b, j]] -= np.float32(1.0)
+            tree.child_visits[flat, action[b, j]] -= np.float32(1.0)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _root_log_prior(prior, legal, capacity, out):  # pragma: no cover - compiled
+def _root_log_prior(tree, capacity, out):  # pragma: no cover - compiled
     for b in range(out.shape[0]):
         flat = b * capacity
         for a in range(out.shape[1]):
-            out[b, a] = np.log(max(prior[flat, a], _TINY)) if legal[flat, a] != 0 else -np.float32(np.inf)
+            out[b, a] = np.log(max(tree.prior[flat, a], _TINY)) if tree.legal[flat, a] != 0 else -np.float32(np.inf)
 
 
 def root_log_prior(tree) -> np.ndarray:
     """float32 [B, A]: selection.prior_logits of the roots, as the compiled Gumbel loops compute it
     (numba's logarithm, not torch's), for gumbel_round_actions."""
     out = np.empty((tree.batch_size, tree.num_actions), dtype=np.float32)
-    _root_log_prior(_numpy(tree.prior), _numpy(tree.legal), tree.capacity, out)
+    _root_log_prior(tree_arrays(tree), tree.capacity, out)
     return out
 
 
@@ -656,9 +436,7 @@ def gumbel_round_actions(tree, rule, gumbel: torch.Tensor, target: torch.Tensor,
         raise ValueError(f"log priors of shape {log_prior.shape} for {tree.batch_size} trees of "
                          f"{tree.num_actions} actions")  # (the compiled loop would read past them)
     _gumbel_round(
-        _numpy(tree.child_visits), _numpy(tree.child_value_sum), _numpy(tree.legal), _numpy(tree.prior),
-        _numpy(tree.raw_value), _numpy(tree.q_sign), tree.capacity, float(rule.c_visit), float(rule.c_scale),
-        float(rule.rescale),
+        rule_params(rule), tree_arrays(tree), tree.capacity,
         gumbel.to(torch.float32).contiguous().numpy(), target.to(torch.float32).contiguous().numpy(),
         lengths.to(torch.long).contiguous().numpy(), log_prior, action.numpy(),
     )

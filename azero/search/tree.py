@@ -13,12 +13,15 @@ who chooses at its parent.  Leaf evaluations arrive from the first player's view
 
 Every per-node [B, N] and per-edge [B, N, A] array is declared once, in `FIELDS`, with
 its dtype and the value of an unused node. Allocation, growth, subtree reuse and row
-replacement (here, and in the compiled subtree of search/subtree_kernels.py) follow the table, so
-a new array is one line there plus the code that reads and writes it.
+replacement (here, and in the compiled subtree of search/subtree_kernels.py) follow the table,
+and the compiled walks take the tree as one record of the table's names (`Tree.Arrays`,
+search.kernels.tree_arrays), so a new array is one line there plus the code that reads and
+writes it.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from dataclasses import dataclass
 
@@ -149,14 +152,17 @@ def tree_type(fields: tuple[TreeField, ...]) -> type:
     lines.append(f"  {'next_node':<16} int64 [B]  index of the next free node")
     lines.append(f"  {'keys':<16} int64 [B]  per-tree random keys (games/keyed_random.py)")
     arrays = [(f.name, "torch.Tensor | None" if f.with_prior else "torch.Tensor") for f in fields]
+    # the compiled loops' view of a tree (search.kernels.tree_arrays): one numpy array per field, by name
+    record = collections.namedtuple("Arrays", [f.name for f in fields])
     cls = dataclasses.make_dataclass(
         "Tree",
         [("states", "State"), *arrays, ("next_node", "torch.Tensor"), ("keys", "torch.Tensor")],
         bases=(TreeMethods,),
-        namespace={"FIELDS": fields},
+        namespace={"FIELDS": fields, "Arrays": record},
         eq=False,
     )
-    cls.__module__ = __name__
+    cls.__module__ = record.__module__ = __name__
+    record.__qualname__ = "Tree.Arrays"  # (numba's disk cache finds the class of the module's Tree by this name)
     cls.__doc__ = "Arrays of B trees with room for N nodes each and A actions.\n\n" + "\n".join(lines)
     return cls
 
@@ -266,7 +272,7 @@ def subtree(tree: Tree, actions: torch.Tensor) -> tuple[Tree, torch.Tensor]:
     `replace_rows`. The kept child becomes node ROOT with its visits, values and priors; its
     descendants keep their order (so parents still come before children).
     """
-    if kernels.supports_tree(tree):
+    if kernels.supports(None, tree):
         old, count = subtree_kernels.subtree_nodes(tree.children, tree.parent, actions)
         gather = subtree_kernels.gather_nodes
     else:
