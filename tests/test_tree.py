@@ -8,9 +8,8 @@ import pytest
 import torch
 
 import games
-from azero.search import PUCT, UCB1, RolloutEvaluator, simulate
+from azero.search import PUCT, UCB1, RolloutEvaluator, simulate, subtree_kernels
 from azero.search import kernels as search_kernels
-from azero.search import subtree_kernels
 from azero.search import tree as tree_module
 from azero.search.tree import (
     FIELDS,

@@ -34,8 +34,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from games import kernels as _games_kernels
-from games.kernels import njit
+from games.kernels import njit, twin
 
 from .memory import memory_limit, size_text
 
@@ -90,25 +89,39 @@ def _signed(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def hash_positions(planes: torch.Tensor, legal: torch.Tensor, to_play: torch.Tensor,
-                   constants: np.ndarray | None = None) -> torch.Tensor:
-    """int64 [n]: the keys of n positions (planes float [n, C, H, W], legal bool [n, A], to_play
-    long [n]), the uint64 hash's bits. Compiled on the CPU, torch elsewhere; the same keys."""
-    n = planes.shape[0]
-    words = planes.to(torch.float32).contiguous().view(n, -1).view(torch.int32)
+def _words(planes: torch.Tensor) -> torch.Tensor:
+    """int32 [n, W]: each row's planes as the bits of float32 numbers."""
+    return planes.to(torch.float32).contiguous().view(planes.shape[0], -1).view(torch.int32)
+
+
+def _hash_compiled(planes, legal, to_play, constants):
+    """hash_positions' compiled form (CPU tensors)."""
+    words = _words(planes)
+    out = np.empty(words.shape[0], dtype=np.uint64)
+    _hash_rows(words.numpy().view(np.uint32), legal.contiguous().view(torch.uint8).numpy(),
+               to_play.contiguous().numpy(), constants, out)
+    return torch.from_numpy(out.view(np.int64))
+
+
+@twin(_hash_compiled)
+def _hash(planes, legal, to_play, constants):
+    """hash_positions' torch form: the same arithmetic, int64 wrapping as uint64 does."""
+    words = _words(planes)
     width, actions = words.shape[1], legal.shape[1]
-    if constants is None:
-        constants = _constants(width + actions + 1)
-    if _games_kernels.usable(planes, legal, to_play):
-        out = np.empty(n, dtype=np.uint64)
-        _hash_rows(words.numpy().view(np.uint32), legal.contiguous().view(torch.uint8).numpy(),
-                   to_play.contiguous().numpy(), constants, out)
-        return torch.from_numpy(out.view(np.int64))
     multipliers = torch.from_numpy(constants.view(np.int64)).to(planes.device)
     h = (words.long() & 0xFFFFFFFF).mul(multipliers[:width]).sum(dim=1)
     h = h + legal.long().mul(multipliers[width:width + actions]).sum(dim=1)
     h = h + to_play.long() * multipliers[width + actions]
     return _mix_torch(h)
+
+
+def hash_positions(planes: torch.Tensor, legal: torch.Tensor, to_play: torch.Tensor,
+                   constants: np.ndarray | None = None) -> torch.Tensor:
+    """int64 [n]: the keys of n positions (planes float [n, C, H, W], legal bool [n, A], to_play
+    long [n]), the uint64 hash's bits. Compiled on the CPU, torch elsewhere; the same keys."""
+    if constants is None:
+        constants = _constants(planes[0].numel() + legal.shape[1] + 1)
+    return _hash(planes, legal, to_play, constants)
 
 
 class CachedEvaluator:
