@@ -76,11 +76,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, NamedTuple, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import torch
 
 from . import kernels
+from .kernels import Expansion  # (defined there, below the games: the compiled expansions fill one)
 from .keyed_random import Source, advance, fold, random_true, uniform
 from .options import Option, is_whole_number, read_options
 
@@ -220,23 +221,6 @@ RULE_METHODS = ("initial_state", "_apply", "legal_mask", "result", "encode")
 def keeps_rules(cls: type, owner: type) -> bool:
     """Whether class `cls` plays and encodes as `owner` does (none of RULE_METHODS overridden)."""
     return all(getattr(cls, name) is getattr(owner, name) for name in RULE_METHODS)
-
-
-class Expansion(NamedTuple):
-    """The new positions of `Game.expand_rows`, what a search needs of them (n rows):
-    legal bool [n, A], result float [n], planes float [n, C, H, W] (`encode`; None if not asked), to_play long [n],
-    parent_to_play long [n] (the player who moved into them), done bool [n]. arrays: an
-    Expansion of the same six as numpy arrays sharing the tensors' memory (the planes
-    [n, C, H * W], a placeholder without `encode`; arrays None), where a compiled loop made
-    them (the search's compiled bookkeeping takes them as they are), else None."""
-
-    legal: torch.Tensor
-    result: torch.Tensor
-    planes: torch.Tensor
-    to_play: torch.Tensor
-    parent_to_play: torch.Tensor
-    done: torch.Tensor
-    arrays: "Expansion | None" = None
 
 
 @dataclass(eq=False)

@@ -26,6 +26,7 @@ import collections
 import dataclasses
 import functools
 import os
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -377,11 +378,26 @@ def _expand_stones(state, parent, child, action, rays, k, exact, encode, out):  
                 out.legal[i, x] = row[x] == 0
 
 
+class Expansion(NamedTuple):
+    """The new positions of `Game.expand_rows`, what a search needs of them (n rows):
+    legal bool [n, A], result float [n], planes float [n, C, H, W] (`encode`; None if not asked), to_play long [n],
+    parent_to_play long [n] (the player who moved into them), done bool [n]. arrays: an
+    Expansion of the same six as numpy arrays sharing the tensors' memory (the planes
+    [n, C, H * W], a placeholder without `encode`; arrays None), where a compiled loop made
+    them (the search's compiled bookkeeping takes them as they are), else None."""
+
+    legal: torch.Tensor
+    result: torch.Tensor
+    planes: torch.Tensor
+    to_play: torch.Tensor
+    parent_to_play: torch.Tensor
+    done: torch.Tensor
+    arrays: "Expansion | None" = None
+
+
 def _expansion_outputs(count: int, cells: int, planes: int, actions: int, encode: bool):
     """The Expansion of numpy arrays a compiled expansion fills: legal, result, planes (a dummy
     without `encode`), to_play, parent_to_play, done."""
-    from .base import Expansion  # (games.base imports this module)
-
     return Expansion(np.empty((count, actions), np.bool_), np.empty(count, np.float32),
                      np.empty((count, planes, cells) if encode else (1, planes, 1), np.float32),
                      np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.bool_))
