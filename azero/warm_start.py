@@ -14,7 +14,6 @@ whose networks have the same shape may use it too (e.g. a longer run from a zoo 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import games
 
@@ -39,11 +38,7 @@ def read_initial_network(config: Config, source: str) -> InitialNetwork:
     """The weights named by `source` (a checkpoint path, or a zoo network's name) for a new run of
     `config`; UserError unless its network config equals the run's and its game is of the same
     kind (another board size only with pooled heads)."""
-    path = Path(source).expanduser()
-    if not path.exists() and source in zoo.names():
-        entry = zoo.get(source)
-        zoo.verify(entry)
-        path = entry.path
+    path = zoo.checkpoint_path(source)
     data = load_checkpoint(path)
     game, theirs = games.make_from_spec(config.game.spec), games.make_from_spec(data["game"])
     if type(theirs) is not type(game):

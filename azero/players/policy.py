@@ -10,8 +10,6 @@ What the network has learnt on its own, as AlphaZero.jl reports it beside its se
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 
 from games import Game
@@ -49,25 +47,12 @@ class PolicyPlayer(Player):
         self.evaluator(state.to(self.device))
 
 
-def checkpoint_path(game: Game, argument: str) -> tuple[Path, str]:
-    """The checkpoint a `policy:` argument names (a path, else a zoo network) and the player's name."""
-    path = Path(argument).expanduser()
-    if path.exists() or argument not in zoo.names():
-        return path, f"policy:{argument}"
-    entry = zoo.get(argument)
-    if entry.game != game:
-        raise UserError(f"zoo network {argument} plays {entry.card['game']}, not {game.spec}")
-    zoo.verify(entry)
-    return entry.path, f"policy:{argument}"
-
-
 def build(game: Game, argument: str | None, options: dict, *, device, seed) -> PolicyPlayer:
     if not argument:
         raise UserError("policy: needs a checkpoint, e.g. policy:runs/RUN/latest.pt, or a zoo network's name")
     problem = precision_problem(options["precision"], device)
     if problem:
         raise UserError(f"policy: precision {problem}")
-    path, name = checkpoint_path(game, argument)
-    data = load_checkpoint(path, game=game)
+    data = load_checkpoint(zoo.checkpoint_path(argument, game), game=game)
     _, net = network_from_checkpoint(data, device)
-    return PolicyPlayer(game, net, device=device, precision=options["precision"], name=name)
+    return PolicyPlayer(game, net, device=device, precision=options["precision"], name=f"policy:{argument}")

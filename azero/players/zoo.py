@@ -10,17 +10,13 @@ from games import Game
 from games.options import Option
 
 from .. import zoo
-from ..errors import UserError
 from .az import player_from_checkpoint, spec_settings
 
 ARGUMENT = Option(None, str, metavar="NAME", help="a zoo network's name (azero zoo lists them)")
 
 
 def build(game: Game, name: str, options: dict, *, device, seed):
-    entry = zoo.get(name)
-    if entry.game != game:
-        raise UserError(f"zoo network {name} plays {entry.card['game']}, not {game.spec}")
-    zoo.verify(entry)
+    entry = zoo.checked(name, game)
     card_search = {"simulations": entry.card["sims"], "algorithm": entry.card["algorithm"]}
     given = spec_settings(options)
     options = {**options, **{key: value for key, value in card_search.items() if key not in given}}

@@ -101,6 +101,26 @@ def verify(entry: ZooEntry) -> None:
                         "(damaged or replaced)")
 
 
+def checked(name: str, game: Game | None = None) -> ZooEntry:
+    """The zoo network `name`, its file verified against its card; UserError if it does not play
+    `game` (when given) or is damaged."""
+    entry = get(name)
+    if game is not None and entry.game != game:
+        raise UserError(f"zoo network {name} plays {entry.card['game']}, not {game.spec}")
+    verify(entry)
+    return entry
+
+
+def checkpoint_path(argument: str, game: Game | None = None) -> Path:
+    """The checkpoint a command's argument names: a path, or else a zoo network's name (its
+    verified file, of `game` when given); a path that is neither is returned for the loader to
+    report."""
+    path = Path(argument).expanduser()
+    if path.exists() or argument not in names():
+        return path
+    return checked(argument, game).path
+
+
 def describe(entry: ZooEntry, *, full: bool = False) -> str:
     """The card as text: one line, or (full) every field and result."""
     card = entry.card
