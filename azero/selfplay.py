@@ -441,8 +441,8 @@ class SelfPlay:
                     stats.total_length += length
                 bar.update(len(samples))
         stats.seconds = time.perf_counter() - start
-        calls = self.searcher.evaluator.calls - calls_before
-        stats.mean_batch = (self.searcher.evaluator.positions - evaluated_before) / max(calls, 1)
+        calls = evaluator.calls - calls_before
+        stats.mean_batch = (evaluator.positions - evaluated_before) / max(calls, 1)
         stats.cache_lookups = getattr(evaluator, "lookups", 0) - lookups_before
         stats.cache_hits = getattr(evaluator, "hits", 0) - hits_before
         stats.cache_bytes = getattr(evaluator, "bytes", 0)

@@ -157,6 +157,10 @@ def test_a_size_curriculum_hands_a_small_boards_network_to_a_larger_boards_run(t
     large = PolicyValueNet(config.network, games.make_from_spec(config.game.spec))
     start_network(large, large, weights)
     assert all(torch.equal(a, b) for a, b in zip(net.state_dict().values(), large.state_dict().values()))
+    four = games.make("gomoku", size=7, k=4)  # another game of the same kind, not another board
+    atomic_save(network_checkpoint(PolicyValueNet(config.network, four), four, 3), path)
+    with pytest.raises(UserError, match="is not gomoku:size=9,k=5,rule=freestyle on a board of another size"):
+        read_initial_network(config, str(path))
     fixed = load_config(game="gomoku", overrides=["game.spec=gomoku:size=9,k=5"])
     atomic_save(network_checkpoint(PolicyValueNet(fixed.network, small), small, 3), path)
     with pytest.raises(UserError, match="only with pooled heads"):

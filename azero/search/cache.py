@@ -31,6 +31,8 @@ wrap-around) and in torch on other devices (int64 wrap-around gives the same bit
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -42,8 +44,10 @@ MAX_ENTRIES = 1 << 24
 _SEED = 0x5D2C9E1F3A7B4C61
 
 
+@functools.lru_cache(maxsize=16)
 def _constants(count: int) -> np.ndarray:
-    """`count` odd 64-bit multipliers (uint64), the same in every process."""
+    """`count` odd 64-bit multipliers (uint64), the same in every process; made once for each row
+    width and shared (never written)."""
     rng = np.random.Generator(np.random.PCG64(_SEED))
     return rng.integers(0, 1 << 63, size=count, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
 
@@ -115,13 +119,10 @@ def _hash(planes, legal, to_play, constants):
     return _mix_torch(h)
 
 
-def hash_positions(planes: torch.Tensor, legal: torch.Tensor, to_play: torch.Tensor,
-                   constants: np.ndarray | None = None) -> torch.Tensor:
+def hash_positions(planes: torch.Tensor, legal: torch.Tensor, to_play: torch.Tensor) -> torch.Tensor:
     """int64 [n]: the keys of n positions (planes float [n, C, H, W], legal bool [n, A], to_play
     long [n]), the uint64 hash's bits. Compiled on the CPU, torch elsewhere; the same keys."""
-    if constants is None:
-        constants = _constants(planes[0].numel() + legal.shape[1] + 1)
-    return _hash(planes, legal, to_play, constants)
+    return _hash(planes, legal, to_play, _constants(planes[0].numel() + legal.shape[1] + 1))
 
 
 class CachedEvaluator:
@@ -153,7 +154,6 @@ class CachedEvaluator:
         self.values = torch.zeros(self.entries, dtype=torch.float32)
         self.lookups = self.hits = 0
         self._seen_version = None
-        self._constants: np.ndarray | None = None
 
     def __getattr__(self, name):  # the evaluator's other parts (fixed_weights, precision, calls, ...)
         if name == "inner":  # (not set yet)
@@ -178,9 +178,7 @@ class CachedEvaluator:
                 self.clear()
                 self._seen_version = version
         n = planes.shape[0]
-        if self._constants is None or self._constants.shape[0] != planes[0].numel() + legal.shape[1] + 1:
-            self._constants = _constants(planes[0].numel() + legal.shape[1] + 1)
-        key = hash_positions(planes, legal, to_play, self._constants).cpu()
+        key = hash_positions(planes, legal, to_play).cpu()
         slot = key & (self.entries - 1)
         hit = self.filled[slot] & (self.keys[slot] == key)
         home = to_play.device
