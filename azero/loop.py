@@ -364,11 +364,12 @@ class Run:
         self.iteration = int(data["iteration"])
         self.positions = int(data["positions"])
         self.elapsed = float(data["elapsed"])
-        self.sitting = int(data.get("sittings", max((int(record.get("charts/sitting", 1)) for record in
-                                                     read_metrics(self.dir)), default=1)))
         self.budget_hours = data.get("budget_hours")
         restore(self.buffer, self.dir / "replay", up_to=self.iteration, positions=self.positions)
         records = self._truncate_metrics()
+        # (a run saved before sittings were counted: its metrics' last)
+        self.sitting = int(data["sittings"]) if "sittings" in data else max(
+            (int(record.get("charts/sitting", 1)) for record in records), default=1)
         if "evaluation_seconds" in data:
             self.evaluation_seconds = float(data["evaluation_seconds"])
         else:  # a run saved before it was kept: its in-process evaluations' times, from the metrics (a

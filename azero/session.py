@@ -45,12 +45,13 @@ def settle_memory() -> None:
     gc.freeze()
 
 
-def engine_maker(spec: str | None, **options) -> Callable[[Game], Engine]:
+def engine_maker(spec: str | Callable[[Game], str] | None, **options) -> Callable[[Game], Engine]:
     """What a protocol engine makes its Engines with, one for each game it is asked to play (a
-    Piskvork START, a GTP board size or komi): Engine(game, spec, **options), settled (above)."""
+    Piskvork START, a GTP board size or komi): Engine(game, spec, **options), settled (above);
+    `spec` may be a function of the game (the zoo's network of each board)."""
 
     def make(game: Game) -> Engine:
-        engine = Engine(game, spec, **options)
+        engine = Engine(game, spec(game) if callable(spec) else spec, **options)
         settle_memory()
         return engine
 
@@ -282,10 +283,4 @@ def zoo_player(game: Game, instead: str = "--checkpoint PATH or --opponent SPEC"
 def zoo_engine_maker(instead: str, **options) -> Callable[[Game], Engine]:
     """engine_maker for a protocol engine given no checkpoint or player: each game it is asked to
     play (a Piskvork START, a GTP boardsize) gets the zoo's network of that game, or a UserError."""
-
-    def make(game: Game) -> Engine:
-        engine = Engine(game, zoo_player(game, instead), **options)
-        settle_memory()
-        return engine
-
-    return make
+    return engine_maker(lambda game: zoo_player(game, instead), **options)

@@ -154,7 +154,7 @@ def judge_run(args, game, oracle) -> int:
     """A run's saved networks on every Pons set: error rates against training hours (a table, JSON
     lines with --json, and a picture with --plot)."""
     from ..errors import UserError
-    from ..judge import judge, pons_sets, read_pons_set
+    from ..judge import judge, pons_label, pons_sets, read_pons_set
     from ..loop import snapshot_iterations, snapshot_path
     from ..metrics import read_metrics
     from ..players import make
@@ -202,7 +202,7 @@ def judge_run(args, game, oracle) -> int:
         for index, (name, _, _) in enumerate(sets):
             for kind, _ in kinds:
                 points = [(h, r) for k, _, h, n, r in rows if k == kind and n == name]
-                series.append(Series(f"{name} {pons_label_short(name)}" + (" (network)" if kind != "search" else ""),
+                series.append(Series(f"{name} ({pons_label(name)})" + (" (network)" if kind != "search" else ""),
                                      [h for h, _ in points], [100 * (1 - r.share) for _, r in points],
                                      low=[100 * r.error_interval[0] for _, r in points],
                                      high=[100 * r.error_interval[1] for _, r in points],
@@ -210,10 +210,4 @@ def judge_run(args, game, oracle) -> int:
         atomic_write_text(Path(args.plot), line_chart(series, f"{run.name}: Pons' test sets", "training hours",
                                                       "error rate (%)", y_from_zero=True))
     return 0
-
-
-def pons_label_short(name: str) -> str:
-    from ..judge import pons_label
-
-    return "(" + pons_label(name) + ")"
 
