@@ -151,8 +151,9 @@ def read_pons_set(game: Game, path: Path, limit: int | None = None) -> tuple[Sta
         try:
             state.put_(rows_now, game.step(state.take(rows_now), action))
         except GameError:
-            legal = game.legal_mask(state.take(rows_now)).gather(1, action.clamp(0, 6).unsqueeze(1)).squeeze(1)
-            bad = int(rows_now[~legal | (action < 0) | (action > 6)][0])
+            last = game.num_actions - 1  # (the columns, numbered from 0)
+            legal = game.legal_mask(state.take(rows_now)).gather(1, action.clamp(0, last).unsqueeze(1)).squeeze(1)
+            bad = int(rows_now[~legal | (action < 0) | (action > last)][0])
             raise UserError(f"{path} line {rows[bad][0]}: move {ply + 1} ({rows[bad][1][0][ply]}) is not legal "
                             "there") from None
     over = state.done.nonzero().squeeze(1)
