@@ -12,8 +12,8 @@ Kernels take CPU tensors through `.numpy()` (no copy), run one thread (torch's
 threads keep the network), and are compiled once (a few seconds, the first time a
 program uses them) and cached on disk beside the sources (`__pycache__/*.nbi, *.nbc`).
 Numba does not notice when a function compiled into another file's kernel changes: after
-editing this file, delete azero/search/__pycache__/kernels.*.nb? and
-games/__pycache__/threat_kernels.*.nb? as well.
+editing this file or azero/search/rule_kernels.py, delete azero/search/__pycache__/kernels.*.nb?
+and games/__pycache__/threat_kernels.*.nb? as well.
 Set AZERO_NO_KERNELS=1 to run the torch twins everywhere.
 
 `twin` is the one place that chooses: a torch function decorated with its compiled twin runs
@@ -26,6 +26,7 @@ import collections
 import dataclasses
 import functools
 import os
+import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -63,6 +64,30 @@ def _on_cpu(values) -> bool:
             if isinstance(device, torch.device) and device.type != "cpu":
                 return False
     return True
+
+
+class Entries:
+    """Direct calls of a compiled function whose arguments' types the caller's `key` fixes.
+
+    numba types every argument at every call to pick the compiled version; a named record (a
+    namedtuple: a search tree, a rule's constants, a buffer group) takes its slow path, about a
+    microsecond each, and a search step passes several: on small searches with a cheap
+    evaluator that was 15-30% of the time. `entries(key, *args)` types the arguments once per
+    key and from then on calls the compiled entry point for those types directly. The key must
+    fix the type of every argument (their record classes, and for plain arrays their dtype,
+    rank and contiguity, or the caller's own buffers): a wrong key would run code compiled for
+    other types. `entries.dispatcher(*args)` is the ordinary, always-safe call."""
+
+    def __init__(self, dispatcher):
+        self.dispatcher = dispatcher
+        self._points: dict = {}
+
+    def __call__(self, key, *args):
+        point = self._points.get(key)
+        if point is None:
+            point = self._points[key] = self.dispatcher.compile(
+                tuple(self.dispatcher.typeof_pyval(arg) for arg in args))
+        return point(*args)
 
 
 def twin(compiled):
@@ -314,12 +339,24 @@ class FieldRecord:
         return made
 
 
+_STATE_ARRAYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # state -> (its tensors, their memory, record)
+
+
 def state_arrays(state):
     """A State as the compiled loops take it: `type(state).Arrays` of numpy views of its fields
-    (no copy), each [B] or [B, width] (a board [B, H, W] as [B, H * W])."""
+    (no copy), each [B] or [B, width] (a board [B, H, W] as [B, H * W]). Kept for the state
+    while its fields are the same tensors on the same memory (a search's tree expands its
+    positions in place, step after step: making the views was most of a step's cost in
+    small searches)."""
     record = type(state).Arrays
-    return record(*(array.numpy().reshape(array.shape[0], -1) if array.dim() > 2 else array.numpy()
-                    for array in (getattr(state, name) for name in record._fields)))
+    tensors = tuple(getattr(state, name) for name in record._fields)
+    made = _STATE_ARRAYS.get(state)
+    if made is not None and made[0] == tuple(map(id, tensors)) and made[1] == tuple((t.data_ptr(), t.shape) for t in tensors):
+        return made[2]
+    arrays = record(*(array.numpy().reshape(array.shape[0], -1) if array.dim() > 2 else array.numpy()
+                      for array in tensors))
+    _STATE_ARRAYS[state] = (tuple(map(id, tensors)), tuple((t.data_ptr(), t.shape) for t in tensors), arrays)
+    return arrays
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -327,7 +364,7 @@ def _after_move(i, p, c, row, stone, hit, last, state, encode, out):  # pragma: 
     """The new row c's counters after `stone`'s move (`last` the action written) from row p,
     its expansion outputs i and, with `encode`, its first two planes (own stones, the
     opponent's, from the view of the player to move, -stone); returns whether the game is over."""
-    cells = row.shape[0]
+    cells, planes = row.shape[0], out.planes
     mover = state.to_play[p]
     move = state.move_number[p] + 1
     finished = hit or move >= cells
@@ -342,9 +379,9 @@ def _after_move(i, p, c, row, stone, hit, last, state, encode, out):  # pragma: 
     out.result[i] = np.float32(stone) if hit else np.float32(0.0)
     if encode:
         for x in range(cells):  # plane by plane: contiguous, vectorised loops
-            out.planes[i, 0, x] = np.float32(row[x] == -stone)
+            planes[i, 0, x] = np.float32(row[x] == -stone)
         for x in range(cells):
-            out.planes[i, 1, x] = np.float32(row[x] == stone)
+            planes[i, 1, x] = np.float32(row[x] == stone)
     return finished
 
 
@@ -355,7 +392,7 @@ def _expand_stones(state, parent, child, action, rays, k, exact, encode, out):  
     move on cell action[i] (_play_stones's move); out (an Expansion of numpy arrays): the new
     rows' legal mask (_empty_cells), result, planes (_stone_planes; only with `encode`), player
     to move, the parent's, done."""
-    board = state.board
+    board, legal = state.board, out.legal  # (fields read once: see search/kernels.py)
     rows, cells = board.shape
     for i in range(parent.shape[0]):
         p, c, a = parent[i], child[i], action[i]
@@ -375,7 +412,7 @@ def _expand_stones(state, parent, child, action, rays, k, exact, encode, out):  
             out.legal[i, :] = False
         else:
             for x in range(cells):
-                out.legal[i, x] = row[x] == 0
+                legal[i, x] = row[x] == 0
 
 
 class Expansion(NamedTuple):
@@ -430,7 +467,7 @@ def _expand_discs(state, parent, child, action, rows_, rays, k, encode, out):  #
     column action[i] (_drop_discs's move); out (an Expansion of numpy arrays): the new rows'
     legal mask (columns with room), result, planes (own discs, the opponent's, ones; only with
     `encode`), player to move, the parent's, done."""
-    board, heights = state.board, state.heights
+    board, heights, legal = state.board, state.heights, out.legal  # (fields read once)
     count, cells = board.shape
     width = heights.shape[1]
     for i in range(parent.shape[0]):
@@ -450,7 +487,7 @@ def _expand_discs(state, parent, child, action, rows_, rays, k, encode, out):  #
         if encode:
             out.planes[i, 2, :] = np.float32(1.0)
         for x in range(width):
-            out.legal[i, x] = height[x] < rows_ and not finished
+            legal[i, x] = height[x] < rows_ and not finished
 
 
 def expand_discs(state, parent: torch.Tensor, child: torch.Tensor, action: torch.Tensor, rows: int, rays: np.ndarray,

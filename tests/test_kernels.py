@@ -6,6 +6,7 @@ off (as on a GPU or without numba), and requires the same answer.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import os
@@ -29,6 +30,28 @@ if not kernels.AVAILABLE and (os.environ.get("AZERO_NO_KERNELS", "") not in ("",
 
 def test_the_compiled_loops_are_in_use():
     assert kernels.AVAILABLE, "numba is not importable: pip install -e '.[dev]' installs it"
+
+
+def test_direct_entries_type_once_per_key_and_compute_what_the_dispatcher_computes():
+    """games.kernels.Entries: the search's walks call compiled code without numba's typing of
+    their records at each call; the answer is the dispatcher's, and a new key types afresh."""
+    import numpy as np
+
+    @kernels.njit
+    def weighted(record, scale):
+        total = 0.0
+        for i in range(record.values.shape[0]):
+            total += record.values[i] * record.weights[i]
+        return total * scale
+
+    Pair = collections.namedtuple("Pair", ["values", "weights"])
+    floats = Pair(np.arange(4, dtype=np.float32), np.full(4, 2.0, dtype=np.float32))
+    ints = Pair(np.arange(4, dtype=np.int64), np.full(4, 3, dtype=np.int64))
+    entries = kernels.Entries(weighted)
+    for _ in range(3):
+        assert entries("floats", floats, 0.5) == weighted(floats, 0.5) == 6.0
+    assert entries("ints", ints, 1.0) == weighted(ints, 1.0) == 18.0
+    assert len(entries._points) == 2  # one typing per key, not per call
 
 
 @contextlib.contextmanager

@@ -17,9 +17,11 @@ deterministic and batch-independent on its own.
 
 The loops take the tree as one record, `Tree.Arrays` (`tree_arrays`: a numpy view of each
 field of search.tree.FIELDS, by name), and the rule as the record of its constants
-(rule_kernels.rule_params). They take the tree's conventions as plain numbers: node 0 is the root and a
-negative node index is no node (search.tree's ROOT, NO_PARENT, UNEXPANDED; this module sits
-below search.tree and does not import it).
+(rule_kernels.rule_params). Each loop reads the fields it uses into local names once, at its
+top: a record's field read inside a loop is fetched again at every pass, which cost the walks
+10-25% of their speed before the fields were read once. They take the tree's conventions as
+plain numbers: node 0 is the root and a negative node index is no node (search.tree's ROOT,
+NO_PARENT, UNEXPANDED; this module sits below search.tree and does not import it).
 See games.kernels for the why, AZERO_NO_KERNELS, and a note on numba's disk cache.
 """
 
@@ -34,7 +36,7 @@ import torch
 from games import NO_ACTION
 from games import kernels as _games_kernels
 from games.base import Expansion
-from games.kernels import hash_one, njit
+from games.kernels import Entries, hash_one, njit
 
 from .rule_kernels import _PARAMS, _first_max, _gumbel_sigma, _legal_score, rule_params, select_child
 
@@ -51,32 +53,40 @@ def _step_key(key, counter):  # pragma: no cover - compiled; games.keyed_random.
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _add_pending(base, node, delta, tree):  # pragma: no cover - compiled
     """`delta` descents in flight through `node` and its ancestors."""
+    pending, parent = tree.pending, tree.parent
     while node >= 0:
-        tree.pending[base + node] += delta
-        node = tree.parent[base + node]
+        pending[base + node] += delta
+        node = parent[base + node]
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _add_value(base, node, value, pending_delta, tree):  # pragma: no cover - compiled; engine._backup for one path
     """One visit of `value` (first player's view) to `node` and its ancestors, and to the edges between."""
+    visits, value_sum, pending, parent, mover_sign = tree.visits, tree.value_sum, tree.pending, tree.parent, tree.mover_sign
+    child_visits, child_value_sum, moved = tree.child_visits, tree.child_value_sum, tree.action
     while node >= 0:
         flat = base + node
-        signed = value * tree.mover_sign[flat]
-        tree.visits[flat] += np.float32(1.0)
-        tree.value_sum[flat] += signed
-        tree.pending[flat] += pending_delta
-        up = tree.parent[flat]
+        signed = value * mover_sign[flat]
+        visits[flat] += np.float32(1.0)
+        value_sum[flat] += signed
+        pending[flat] += pending_delta
+        up = parent[flat]
         if up >= 0:  # the edge into the node: the chooser's view at the parent is the mover's here
-            tree.child_visits[base + up, tree.action[flat]] += np.float32(1.0)
-            tree.child_value_sum[base + up, tree.action[flat]] += signed
+            child_visits[base + up, moved[flat]] += np.float32(1.0)
+            child_value_sum[base + up, moved[flat]] += signed
         node = up
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _gather(rule, tree, keys, next_node, budget, root_action, capacity, leaves, collisions,
             counts):  # pragma: no cover - compiled; the walks of one step of engine._simulate
+    children, visits, terminal, terminal_value = tree.children, tree.visits, tree.terminal, tree.terminal_value
+    parent, moved = tree.parent, tree.action
+    leaf_rows, leaf_nodes, leaf_parents, leaf_actions = leaves.rows, leaves.nodes, leaves.parents, leaves.actions
+    collision_rows, collision_nodes = collisions.rows, collisions.nodes
+    leaf_keys, leaf_flat, leaf_parent_flat = leaves.keys, leaves.flat, leaves.parent_flat
     batch = next_node.shape[0]
-    actions = tree.children.shape[1]
+    actions = children.shape[1]
     scores = np.empty(actions, dtype=np.float32)
     flight = np.empty(actions, dtype=np.float32)
     found_leaves = 0
@@ -84,7 +94,7 @@ def _gather(rule, tree, keys, next_node, budget, root_action, capacity, leaves, 
     full = 0
     for b in range(batch):
         base = b * capacity
-        counter = np.int64(tree.visits[base])  # the root's visits number the simulations: their random keys
+        counter = np.int64(visits[base])  # the root's visits number the simulations: their random keys
         found = 0
         collided = 0
         while found < budget[b] and collided < budget[b]:
@@ -97,48 +107,48 @@ def _gather(rule, tree, keys, next_node, budget, root_action, capacity, leaves, 
             action = 0
             while True:
                 flat = base + node
-                if tree.terminal[flat]:  # a finished game: its result is the value
+                if terminal[flat]:  # a finished game: its result is the value
                     break
                 if depth == 0 and root_action[b, walk] >= 0:  # chosen by the caller (Gumbel's sequential halving)
                     action = root_action[b, walk]
                 else:
                     action = select_child(rule, tree, flat, base, key, depth, flight, scores)
-                child = tree.children[flat, action]
+                child = children[flat, action]
                 if child < 0:  # an edge not expanded yet: a new leaf
                     end = NEW_LEAF
                     break
-                if tree.visits[base + child] == 0:  # a leaf another descent of this step found
+                if visits[base + child] == 0:  # a leaf another descent of this step found
                     end = COLLISION
                     node = child
                     break
                 node = child
                 depth += 1
             if end == TERMINAL:
-                _add_value(base, node, tree.terminal_value[base + node], np.float32(0.0), tree)
+                _add_value(base, node, terminal_value[base + node], np.float32(0.0), tree)
                 found += 1
             elif end == NEW_LEAF:
                 new = next_node[b]
                 if new >= capacity:
                     full = 1
                     break
-                tree.children[base + node, action] = new
-                tree.parent[base + new] = node
-                tree.action[base + new] = action
+                children[base + node, action] = new
+                parent[base + new] = node
+                moved[base + new] = action
                 next_node[b] = new + 1
                 _add_pending(base, new, np.float32(1.0), tree)
-                leaves.rows[found_leaves] = b
-                leaves.nodes[found_leaves] = new
-                leaves.parents[found_leaves] = node
-                leaves.actions[found_leaves] = action
-                leaves.keys[found_leaves] = key
-                leaves.flat[found_leaves] = base + new
-                leaves.parent_flat[found_leaves] = base + node
+                leaf_rows[found_leaves] = b
+                leaf_nodes[found_leaves] = new
+                leaf_parents[found_leaves] = node
+                leaf_actions[found_leaves] = action
+                leaf_keys[found_leaves] = key
+                leaf_flat[found_leaves] = base + new
+                leaf_parent_flat[found_leaves] = base + node
                 found_leaves += 1
                 found += 1
             else:
                 _add_pending(base, node, np.float32(1.0), tree)
-                collisions.rows[collided_walks] = b
-                collisions.nodes[collided_walks] = node
+                collision_rows[collided_walks] = b
+                collision_nodes[collided_walks] = node
                 collided_walks += 1
                 collided += 1
     counts[0] = found_leaves
@@ -149,30 +159,33 @@ def _gather(rule, tree, keys, next_node, budget, root_action, capacity, leaves, 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _record(rows, new, capacity, expansion, value, prior, has_prior, with_prior,
             tree):  # pragma: no cover - compiled; engine._expand's bookkeeping for the new leaves, after their evaluation
-    legal = expansion.legal
+    mover_sign, legal_of, terminal, terminal_value = tree.mover_sign, tree.legal, tree.terminal, tree.terminal_value
+    q_sign, prior_of, raw_value = tree.q_sign, tree.prior, tree.raw_value
+    legal, done, result, to_play, parent_to_play = (expansion.legal, expansion.done, expansion.result, expansion.to_play,
+                                                  expansion.parent_to_play)
     actions = legal.shape[1]
     for i in range(rows.shape[0]):
         flat = rows[i] * capacity + new[i]
-        mover = np.float32(1 - 2 * expansion.parent_to_play[i])
-        tree.mover_sign[flat] = mover
+        mover = np.float32(1 - 2 * parent_to_play[i])
+        mover_sign[flat] = mover
         count = 0
         for a in range(actions):
-            tree.legal[flat, a] = legal[i, a]
+            legal_of[flat, a] = legal[i, a]
             count += legal[i, a] != 0
-        tree.terminal[flat] = expansion.done[i]
-        tree.terminal_value[flat] = expansion.result[i]
-        if expansion.done[i]:  # a finished game's value is its result
-            value[i] = expansion.result[i]
+        terminal[flat] = done[i]
+        terminal_value[flat] = result[i]
+        if done[i]:  # a finished game's value is its result
+            value[i] = result[i]
         if with_prior:  # PUCT's and Gumbel's fields
-            tree.q_sign[flat] = mover * np.float32(1 - 2 * expansion.to_play[i])
+            q_sign[flat] = mover * np.float32(1 - 2 * to_play[i])
             if has_prior:
                 for a in range(actions):
-                    tree.prior[flat, a] = prior[i, a]
+                    prior_of[flat, a] = prior[i, a]
             else:  # uniform over the legal moves
                 share = np.float32(1.0) / np.float32(max(count, 1))
                 for a in range(actions):
-                    tree.prior[flat, a] = share if legal[i, a] != 0 else np.float32(0.0)
-            tree.raw_value[flat] = value[i] * mover
+                    prior_of[flat, a] = share if legal[i, a] != 0 else np.float32(0.0)
+            raw_value[flat] = value[i] * mover
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -189,6 +202,9 @@ def _finish(rows, new, capacity, expansion, value, prior, has_prior, with_prior,
             tree):  # pragma: no cover - compiled; _record, then _backup, in one call
     _record(rows, new, capacity, expansion, value, prior, has_prior, with_prior, tree)
     _backup(rows, new, value, rows.shape[0], collisions, collision_count, capacity, tree)
+
+
+_GATHER, _FINISH = Entries(_gather), Entries(_finish)
 
 
 def supports(rule, tree, *tensors: torch.Tensor) -> bool:
@@ -294,6 +310,10 @@ class Walker:
         self.state_type = type(tree.states)
         self.state_fields = {f.name: getattr(tree.states, f.name).numpy() for f in dataclasses.fields(tree.states)}
         self.collisions = 0
+        # the calls' argument types, fixed by these record classes and buffers: gather and finish
+        # call the compiled code directly (games.kernels.Entries); None if a tree array is unusual
+        usual = all(a.dtype == np.int64 and a.flags.c_contiguous for a in (self.keys, self.next_node))
+        self.gather_key = (type(self.params), type(self.arrays)) if usual else None
 
     def gather(self, budget: torch.Tensor, root_action: torch.Tensor | None = None) -> Leaves:
         """Walk tree b `budget[b]` times (long [B]) from its root with the rule (from the
@@ -315,8 +335,13 @@ class Walker:
         elif self.imposed:
             self.root_action.fill_(NO_ACTION)
             self.imposed = False
-        _gather(self.params, self.arrays, self.keys, self.next_node, budget.numpy(), self.root_action_np,
-                self.capacity, self.leaves_np, self.collisions_np, self.counts)
+        budget_np = budget.numpy()
+        args = (self.params, self.arrays, self.keys, self.next_node, budget_np, self.root_action_np, self.capacity,
+                self.leaves_np, self.collisions_np, self.counts)
+        if self.gather_key is not None and budget_np.dtype == np.int64 and budget_np.flags.c_contiguous:
+            _GATHER(self.gather_key, *args)
+        else:
+            _gather(*args)
         leaves, self.collisions, full = self.counts.tolist()
         if full:
             raise RuntimeError(f"search tree is full ({self.capacity} nodes); allocate more capacity")
@@ -335,7 +360,7 @@ class Walker:
         taken back. One compiled call. `arrays`: games.base.Expansion.arrays, the same fields as
         numpy arrays (read instead of the tensors when given)."""
         has_prior = prior is not None
-        rows, nodes = self._found(leaves)
+        rows, nodes, own = self._found(leaves)
         values = self.values[:rows.shape[0]]  # (written where the game is over: the caller's tensor stays as it was)
         values[:] = value.numpy() if value.dtype == torch.float32 else value.to(torch.float32).numpy()
         if arrays is not None:
@@ -346,9 +371,13 @@ class Walker:
                                   result.to(torch.float32).contiguous().numpy(), self.no_planes,
                                   to_play.contiguous().numpy(), parent_to_play.contiguous().numpy(),
                                   done.contiguous().view(torch.uint8).numpy())
-        _finish(rows, nodes, self.capacity, expansion, values,
-                prior.to(torch.float32).contiguous().numpy() if has_prior else self.no_prior, has_prior,
-                self.with_prior, self.collisions_np, self.collisions, self.arrays)
+        prior_np = prior.to(torch.float32).contiguous().numpy() if has_prior else self.no_prior
+        args = (rows, nodes, self.capacity, expansion, values, prior_np, has_prior, self.with_prior,
+                self.collisions_np, self.collisions, self.arrays)
+        if own and arrays is not None and self.gather_key is not None:  # (a compiled expansion's arrays: their types are fixed)
+            _FINISH((type(self.arrays), prior_np.ndim), *args)
+        else:
+            _finish(*args)
 
     def finish_without_leaves(self) -> None:
         """Back up a step whose walks made no new node: take back its collisions' pending visits."""
@@ -366,18 +395,20 @@ class Walker:
         for name, array in self.state_fields.items():
             array[index] = getattr(states, name).numpy()
 
-    def _found(self, leaves: Leaves) -> tuple[np.ndarray, np.ndarray]:
-        """The rows and nodes of `leaves` as numpy arrays: prefixes of the walker's own buffers
-        when `leaves` came from its gather (a tensor's .numpy() costs more than the loops here)."""
+    def _found(self, leaves: Leaves) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The rows and nodes of `leaves` as numpy arrays, and whether they are prefixes of the
+        walker's own buffers (when `leaves` came from its gather: a tensor's .numpy() costs more
+        than the loops here)."""
         count = leaves.rows.shape[0]
         if leaves is self.last_leaves[1] or (leaves.rows.data_ptr() == self.leaves.rows.data_ptr()
                                              and leaves.nodes.data_ptr() == self.leaves.nodes.data_ptr()):
-            return self.leaves_np.rows[:count], self.leaves_np.nodes[:count]
-        return leaves.rows.numpy(), leaves.nodes.numpy()
+            return self.leaves_np.rows[:count], self.leaves_np.nodes[:count], True
+        return leaves.rows.numpy(), leaves.nodes.numpy(), False
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _gumbel_round(rule, tree, capacity, gumbel, target, lengths, log_prior, action):  # pragma: no cover - compiled
+    child_visits, legal = tree.child_visits, tree.legal
     batch, actions = gumbel.shape
     scores = np.empty(actions, dtype=np.float32)
     candidates = np.empty(actions, dtype=np.float32)
@@ -392,24 +423,25 @@ def _gumbel_round(rule, tree, capacity, gumbel, target, lengths, log_prior, acti
             _gumbel_sigma(flat, tree, raw, rule, scores)
             found = False
             for a in range(actions):  # (an illegal move stays -inf whatever its noise: -inf + inf is NaN)
-                scores[a] = (_legal_score(log_prior[b, a] + scores[a] + gumbel[b, a]) if tree.legal[flat, a] != 0
+                scores[a] = (_legal_score(log_prior[b, a] + scores[a] + gumbel[b, a]) if legal[flat, a] != 0
                              else -np.float32(np.inf))
-                wanted = tree.child_visits[flat, a] == target[b] and tree.legal[flat, a] != 0
+                wanted = child_visits[flat, a] == target[b] and legal[flat, a] != 0
                 found |= wanted
                 candidates[a] = scores[a] if wanted else -np.float32(np.inf)
             chosen = _first_max(candidates, actions) if found else _first_max(scores, actions)
             action[b, j] = chosen
-            tree.child_visits[flat, chosen] += np.float32(1.0)  # counted as visited for the round's later walks
+            child_visits[flat, chosen] += np.float32(1.0)  # counted as visited for the round's later walks
         for j in range(lengths[b]):  # (whole numbers: taken back exactly)
-            tree.child_visits[flat, action[b, j]] -= np.float32(1.0)
+            child_visits[flat, action[b, j]] -= np.float32(1.0)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _root_log_prior(tree, capacity, out):  # pragma: no cover - compiled
+    prior, legal = tree.prior, tree.legal
     for b in range(out.shape[0]):
         flat = b * capacity
         for a in range(out.shape[1]):
-            out[b, a] = np.log(max(tree.prior[flat, a], _TINY)) if tree.legal[flat, a] != 0 else -np.float32(np.inf)
+            out[b, a] = np.log(max(prior[flat, a], _TINY)) if legal[flat, a] != 0 else -np.float32(np.inf)
 
 
 def root_log_prior(tree) -> np.ndarray:

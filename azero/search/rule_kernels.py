@@ -98,22 +98,23 @@ def _gumbel_node(flat, tree, raw, rule):  # pragma: no cover - compiled
     node's raw value for the chooser): (the node's total child visits, sigma's scale, the low
     end and the span of q_hat's range (`rule.rescale`: the legal moves' completed Q), the mixed
     value that completes the Q of the unvisited moves, whether a legal move is unvisited)."""
+    child_visits, child_value_sum, prior, legal = tree.child_visits, tree.child_value_sum, tree.prior, tree.legal
     total, most = np.float32(0.0), np.float32(0.0)
     weighted, weight_sum = np.float32(0.0), np.float32(0.0)
     low, high = _INF, -_INF  # (with rescale) the visited moves' Q, then the completed Q of the unvisited
     unvisited = False
-    for a in range(tree.child_visits.shape[1]):
-        n = tree.child_visits[flat, a]
+    for a in range(child_visits.shape[1]):
+        n = child_visits[flat, a]
         total += n
         most = max(most, n)
         if n > 0:  # (a visited move is legal)
-            p = max(tree.prior[flat, a], _TINY)
-            q = tree.child_value_sum[flat, a] / n
+            p = max(prior[flat, a], _TINY)
+            q = child_value_sum[flat, a] / n
             weighted += p * q
             weight_sum += p
             if rule.rescale:
                 low, high = min(low, q), max(high, q)
-        elif tree.legal[flat, a] != 0:
+        elif legal[flat, a] != 0:
             unvisited = True
     mean_q = weighted / max(weight_sum, _TINY)
     mixed = (raw + total * mean_q) / (np.float32(1.0) + total)
@@ -135,10 +136,11 @@ def _q_hat(q, low, span, rescale):  # pragma: no cover - compiled; sigma's value
 def _gumbel_sigma(flat, tree, raw, rule, out):  # pragma: no cover - compiled
     """out[a] = sigma(completed Q) at node `flat` for every action (selection.sigma; `rule.rescale`:
     q_hat min-max normalised over the legal moves); raw: the node's raw value for the chooser."""
+    child_visits, child_value_sum = tree.child_visits, tree.child_value_sum
     _, scale, low, span, mixed, _ = _gumbel_node(flat, tree, raw, rule)
     for a in range(out.shape[0]):
-        n = tree.child_visits[flat, a]
-        q = tree.child_value_sum[flat, a] / n if n > 0 else mixed
+        n = child_visits[flat, a]
+        q = child_value_sum[flat, a] / n if n > 0 else mixed
         out[a] = scale * _q_hat(q, low, span, rule.rescale)
 
 
@@ -153,25 +155,26 @@ def _gumbel_scores(flat, tree, raw, rule, out):  # pragma: no cover - compiled
     0 counts as float32's smallest normal, as in the logarithms; the move of largest sigma
     keeps its whole prior, so the sum is at least that, and products below float32's normals
     round by under 1e-7 of pi'."""
+    child_visits, child_value_sum, prior, legal = tree.child_visits, tree.child_value_sum, tree.prior, tree.legal
     actions = out.shape[0]
     total, scale, low, span, mixed, unvisited = _gumbel_node(flat, tree, raw, rule)
     unvisited_sigma = scale * _q_hat(mixed, low, span, rule.rescale)
     top = unvisited_sigma if unvisited else -_INF
     for a in range(actions):  # sigma of the visited moves (the few), and the largest sigma
-        n = tree.child_visits[flat, a]
+        n = child_visits[flat, a]
         if n > 0:
-            out[a] = scale * _q_hat(tree.child_value_sum[flat, a] / n, low, span, rule.rescale)
+            out[a] = scale * _q_hat(child_value_sum[flat, a] / n, low, span, rule.rescale)
             top = max(top, out[a])
     shared = np.exp(unvisited_sigma - top)
     mass = np.float32(0.0)
     for a in range(actions):
-        if tree.legal[flat, a] != 0:
-            weight = np.exp(out[a] - top) if tree.child_visits[flat, a] > 0 else shared
-            out[a] = max(tree.prior[flat, a], _TINY) * weight
+        if legal[flat, a] != 0:
+            weight = np.exp(out[a] - top) if child_visits[flat, a] > 0 else shared
+            out[a] = max(prior[flat, a], _TINY) * weight
             mass += out[a]
     for a in range(actions):
-        if tree.legal[flat, a] != 0:
-            out[a] = _legal_score(out[a] / mass - tree.child_visits[flat, a] / (np.float32(1.0) + total))
+        if legal[flat, a] != 0:
+            out[a] = _legal_score(out[a] / mass - child_visits[flat, a] / (np.float32(1.0) + total))
         else:
             out[a] = -_INF
 
@@ -180,42 +183,45 @@ def _gumbel_scores(flat, tree, raw, rule, out):  # pragma: no cover - compiled
 def _pending_children(tree, flat, base, flight):  # pragma: no cover - compiled
     """flight[a]: the descents in flight through each child of node `flat` (zeros, and the
     sequential scores, when none is); returns those through the node itself."""
-    node_pending = tree.pending[flat]
+    children, pending = tree.children, tree.pending
+    node_pending = pending[flat]
     for a in range(flight.shape[0]):
         flight[a] = np.float32(0.0)
     if node_pending > 0:
         for a in range(flight.shape[0]):
-            child = tree.children[flat, a]
+            child = children[flat, a]
             if child >= 0:
-                flight[a] = tree.pending[base + child]
+                flight[a] = pending[base + child]
     return node_pending
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _select_ucb1(rule, tree, flat, base, key, depth, flight, scores):  # pragma: no cover - compiled; UCB1.select
-    actions = tree.children.shape[1]
-    n_parent = max(tree.visits[flat] + _pending_children(tree, flat, base, flight), np.float32(1.0))
+    children, visits, legal = tree.children, tree.visits, tree.legal
+    child_visits, child_value_sum = tree.child_visits, tree.child_value_sum
+    actions = children.shape[1]
+    n_parent = max(visits[flat] + _pending_children(tree, flat, base, flight), np.float32(1.0))
     action = 0
     untried = 0
     for a in range(actions):  # branch-free, vectorised
-        untried += (tree.legal[flat, a] != 0) & (tree.child_visits[flat, a] == 0) & (flight[a] == 0)
+        untried += (legal[flat, a] != 0) & (child_visits[flat, a] == 0) & (flight[a] == 0)
     if untried > 0:
         nth = nth_of(_uniform_draw(key, depth), untried)
         seen = 0
         for a in range(actions):
-            seen += (tree.legal[flat, a] != 0) & (tree.child_visits[flat, a] == 0) & (flight[a] == 0)
+            seen += (legal[flat, a] != 0) & (child_visits[flat, a] == 0) & (flight[a] == 0)
             if seen > nth:
                 action = a
                 break
     else:
         weight = np.sqrt(np.log(n_parent)) * np.float32(2.0 * rule.c)
         for a in range(actions):  # vectorised: every child's score, -inf if untried
-            total = tree.child_visits[flat, a] + flight[a]
+            total = child_visits[flat, a] + flight[a]
             n = max(total, np.float32(1.0))
             if rule.virtual_loss:
-                mean = (tree.child_value_sum[flat, a] - flight[a]) / n
+                mean = (child_value_sum[flat, a] - flight[a]) / n
             else:
-                mean = tree.child_value_sum[flat, a] / max(tree.child_visits[flat, a], np.float32(1.0))
+                mean = child_value_sum[flat, a] / max(child_visits[flat, a], np.float32(1.0))
             score = mean + weight * (np.float32(1.0) / np.sqrt(n))
             scores[a] = _legal_score(score) if total != 0 else -_INF
         action = _first_max(scores, actions)
@@ -224,29 +230,31 @@ def _select_ucb1(rule, tree, flat, base, key, depth, flight, scores):  # pragma:
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _select_puct(rule, tree, flat, base, key, depth, flight, scores):  # pragma: no cover - compiled; PUCT.select
-    actions = tree.children.shape[1]
-    n_parent = max(tree.visits[flat] + _pending_children(tree, flat, base, flight), np.float32(1.0))
+    children, visits, value_sum, q_sign = tree.children, tree.visits, tree.value_sum, tree.q_sign
+    child_visits, child_value_sum, prior, legal = tree.child_visits, tree.child_value_sum, tree.prior, tree.legal
+    actions = children.shape[1]
+    n_parent = max(visits[flat] + _pending_children(tree, flat, base, flight), np.float32(1.0))
     w = np.log1p((n_parent + np.float32(1.0)) * np.float32(1.0 / rule.c_base)) + np.float32(rule.c_init)
     w = w * np.sqrt(n_parent) * np.float32(2.0)
-    q = tree.value_sum[flat] / max(tree.visits[flat], np.float32(1.0)) * tree.q_sign[flat]
+    q = value_sum[flat] / max(visits[flat], np.float32(1.0)) * q_sign[flat]
     fpu = min(max(q - np.float32(2.0 * rule.fpu_reduction), np.float32(-1.0)), np.float32(1.0)) / w
     for a in range(actions):  # vectorised: every child's score, -inf if illegal
-        n = tree.child_visits[flat, a] + flight[a]
+        n = child_visits[flat, a] + flight[a]
         if rule.virtual_loss:
-            exploit = (tree.child_value_sum[flat, a] - flight[a]) / (n * w) if n > 0 else fpu
+            exploit = (child_value_sum[flat, a] - flight[a]) / (n * w) if n > 0 else fpu
         else:
-            done = tree.child_visits[flat, a]
-            exploit = tree.child_value_sum[flat, a] / (done * w) if done > 0 else fpu
-        score = exploit + tree.prior[flat, a] / (n + np.float32(1.0))
-        scores[a] = _legal_score(score) if tree.legal[flat, a] != 0 else -_INF
+            done = child_visits[flat, a]
+            exploit = child_value_sum[flat, a] / (done * w) if done > 0 else fpu
+        score = exploit + prior[flat, a] / (n + np.float32(1.0))
+        scores[a] = _legal_score(score) if legal[flat, a] != 0 else -_INF
     forced = rule.forced_playouts
     if depth == 0 and forced > 0:  # forced playouts (selection.PUCT._forced): visited root moves short first
         root_total = np.float32(0.0)  # the visits counting those in flight, n + o, as in selection.py
         for a in range(actions):
-            root_total += tree.child_visits[flat, a] + flight[a]
+            root_total += child_visits[flat, a] + flight[a]
         for a in range(actions):
-            n = tree.child_visits[flat, a] + flight[a]
-            if tree.legal[flat, a] != 0 and n > 0 and n < np.sqrt(np.float32(forced) * tree.prior[flat, a] * root_total):
+            n = child_visits[flat, a] + flight[a]
+            if legal[flat, a] != 0 and n > 0 and n < np.sqrt(np.float32(forced) * prior[flat, a] * root_total):
                 scores[a] = _INF
     return _first_max(scores, actions)
 
