@@ -536,6 +536,46 @@ def bench_selfplay(seconds: float, repeats: int) -> dict:
             "games": config.selfplay.games, "simulations": config.search.simulations}
 
 
+CACHE_PRESETS = ("gomoku15", "go9")  # the boards where positions recur by transposition
+
+
+def bench_cache(seconds: float, repeats: int, *, games_at_once: int = 32, entries: int = 1 << 16,
+                presets: tuple[str, ...] = CACHE_PRESETS) -> dict:
+    """Self-play positions per second with the evaluation cache (search/cache.py, `entries`
+    positions) against without, on the real-board presets (their own [search] and network,
+    untrained, `games_at_once` games from the start), repeats interleaved: the same games on
+    both sides (a hit returns what the network returned). The cache's hit rate and size, over
+    the cached side's moves. Only when named: the 15x15 network makes it a few minutes."""
+    import dataclasses
+
+    from .config import load_config
+    from .network import PolicyValueNet
+    from .selfplay import SelfPlay
+
+    out: dict = {"games": games_at_once, "entries": entries}
+    for preset in presets:
+        config = load_config(game=preset)
+        game = games.make_from_spec(config.game.spec)
+        torch.manual_seed(0)
+        net = PolicyValueNet(config.network, game).eval()
+        selfplay_config = dataclasses.replace(config.selfplay, games=games_at_once, positions_per_iteration=1)
+        players = [SelfPlay(game, net, config.search.replace(cache_entries=n), selfplay_config, seed=0)
+                   for n in (entries, 0)]
+
+        def stepper(player) -> Callable[[], float]:
+            def work() -> float:
+                player.step()
+                return float(games_at_once)  # one position per game and move
+            return work
+
+        cached, plain = rates(*(stepper(p) for p in players), seconds=seconds, repeats=repeats)
+        evaluator = players[0].searcher.evaluator
+        out[preset] = {"positions_per_s": cached, "uncached_positions_per_s": plain, "speedup": cached / plain,
+                       "hit_rate": evaluator.hits / max(evaluator.lookups, 1), "megabytes": evaluator.bytes / 2**20,
+                       "simulations": config.search.simulations, "algorithm": config.search.algorithm}
+    return out
+
+
 def bench_train(seconds: float, repeats: int) -> dict:
     """Training samples per second (gradient steps on replay batches, symmetries included)."""
     from .replay import ReplayBuffer
@@ -570,7 +610,9 @@ GROUPS: dict[str, Callable[..., dict]] = {
     "gumbel": bench_gumbel,
     "selfplay": bench_selfplay,
     "train": bench_train,
+    "cache": bench_cache,
 }
+NAMED_ONLY = ("cache",)  # groups a run without --only leaves out (minutes each)
 
 
 def run(only: list[str] | None, seconds: float, repeats: int) -> dict:
@@ -581,7 +623,7 @@ def run(only: list[str] | None, seconds: float, repeats: int) -> dict:
         raise UserError(f"unknown benchmark group {', '.join(unknown)}; choose from: {', '.join(GROUPS)}")
     out: dict = {"machine": machine()}
     for name, fn in GROUPS.items():
-        if only and name not in only:
+        if (only and name not in only) or (not only and name in NAMED_ONLY):
             continue
         out[name] = fn(seconds, repeats)
     return out

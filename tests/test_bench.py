@@ -37,3 +37,16 @@ def test_the_step_profile_splits_the_search_and_puts_every_timed_call_back():
     searcher = NetworkSearch(game, net)
     tree = searcher.search(searcher.fresh_tree(game.initial_state(2), make_keys(0, 2), 5), 4)
     assert tree.visits[:, 0].tolist() == [4.0, 4.0]  # four simulations in each tree, searched as before
+
+
+def test_the_cache_bench_times_both_sides_of_the_same_games():
+    """`bench.py --only cache`: self-play with the evaluation cache against without, interleaved;
+    on tic-tac-toe the batch's games share their positions, so the table hits."""
+    from azero.throughput import bench_cache
+
+    out = bench_cache(0.01, 1, games_at_once=8, entries=1 << 10, presets=("tictactoe",))
+    figures = out["tictactoe"]
+    assert figures["positions_per_s"] > 0 and figures["uncached_positions_per_s"] > 0
+    assert figures["speedup"] == figures["positions_per_s"] / figures["uncached_positions_per_s"]
+    assert 0.3 < figures["hit_rate"] <= 1.0  # 8 games from one empty board, 32 simulations a move
+    assert figures["megabytes"] == (1 << 10) * (8 + 4 * 10) / 2**20

@@ -26,8 +26,9 @@ def main(argv=None) -> int:
         "Ratios of ours over the plain-Python baselines are measured in the same run.",
     )
     parser.add_argument("--only", action="append", metavar="GROUP",
-                        help=f"run only this group (repeatable): {', '.join(throughput.GROUPS)}; and, with Ray "
-                        f"installed, {', '.join(RAY_GROUPS)} (only when named: they start a local Ray instance)")
+                        help=f"run only this group (repeatable): {', '.join(throughput.GROUPS)} ({', '.join(throughput.NAMED_ONLY)} "
+                        f"only when named: minutes); and, with Ray installed, {', '.join(RAY_GROUPS)} (only when "
+                        "named: they start a local Ray instance)")
     parser.add_argument("--seconds", type=float, default=2.0, help="minimum length of each timed repeat (default 2)")
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per figure; the median is reported (default 3)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's choice)")
