@@ -162,6 +162,12 @@ def network_checkpoint(net: PolicyValueNet, game: Game, iteration: int, **extra)
     }
 
 
+def pooled_heads(data: dict) -> bool:
+    """Whether a checkpoint's network has pooled heads: it plays its game on every board size
+    (`network.another_size_of`), not its own size only."""
+    return isinstance(data.get("network"), dict) and data["network"].get("heads") == "pooled"
+
+
 def load_checkpoint(path: str | Path, *, game: Game | None = None) -> dict:
     """Load and check a checkpoint; with `game`, it must be a checkpoint of that game, or, for a
     network with pooled heads, of that game on a board of another size (`another_size_of`)."""
@@ -174,7 +180,7 @@ def load_checkpoint(path: str | Path, *, game: Game | None = None) -> dict:
         if key not in data:
             raise UserError(f"{path} is an incomplete checkpoint (no {key!r})")
     if game is not None and games.make_from_spec(data["game"]) != game:
-        pooled = isinstance(data["network"], dict) and data["network"].get("heads") == "pooled"
+        pooled = pooled_heads(data)
         if not (pooled and another_size_of(games.make_from_spec(data["game"]), game)):
             rule = " (its pooled heads play that game on other boards, not another game)" if pooled else ""
             raise UserError(f"{path} is a checkpoint of {data['game']}, not of {game.spec}{rule}")

@@ -160,6 +160,47 @@ def test_a_brain_with_a_fixed_game_plays_its_size_and_rule_only(checkpoints):
     assert 0 <= x < 15 and 0 <= y < 15
 
 
+@pytest.fixture(scope="module")
+def pooled_checkpoints(tmp_path_factory) -> dict[str, tuple[games.Game, str]]:
+    """Tiny untrained networks with pooled heads: 15x15 gomoku and 9x9 Go."""
+    folder = tmp_path_factory.mktemp("pooled")
+    out = {}
+    for name, game in (("gomoku", games.make("gomoku", size=15, k=5)), ("go", games.make("go", size=9, komi=7))):
+        torch.manual_seed(0)
+        net = PolicyValueNet(NetworkConfig(blocks=1, channels=8, value_hidden=8, heads="pooled"), game).eval()
+        path = folder / f"{name}.pt"
+        atomic_save(network_checkpoint(net, game, 1), path)
+        out[name] = game, str(path)
+    return out
+
+
+def test_a_brain_with_a_pooled_network_plays_every_size_in_its_own_rule(pooled_checkpoints):
+    game, path = pooled_checkpoints["gomoku"]
+    replies: list[str] = []
+    brain = Brain(lambda g: Engine(g, checkpoint=path, simulations=4), fixed=game, any_size=True, write=replies.append)
+    for line in ("START 9", "BEGIN", "START 19", "INFO rule 1"):
+        brain.handle(line)
+    assert replies[0] == "OK" and replies[2] == "OK", replies
+    x, y = (int(v) for v in replies[1].split(","))
+    assert 0 <= x < 9 and 0 <= y < 9  # a move on the 9x9 board from the 15x15 network
+    assert replies[3] == "ERROR this network plays five or more in a row (freestyle) only"
+
+
+def test_gtp_and_play_take_a_pooled_network_on_another_board(pooled_checkpoints):
+    game, path = pooled_checkpoints["go"]
+    assert game_from_args("go:size=7,komi=7", path) == games.make("go", size=7, komi=7)
+    with pytest.raises(UserError, match="not of go:size=7,komi=7.5"):  # another komi is another game
+        game_from_args("go:size=7,komi=7.5", path)
+    replies: list[str] = []
+    engine = GTPEngine(game, lambda g: Engine(g, checkpoint=path, simulations=4), fixed=True, any_size=True,
+                       write=replies.append)
+    for line in ("boardsize 7", "clear_board", "genmove b", "komi 6.5"):
+        engine.handle(line)
+    assert [reply[0] for reply in replies] == ["=", "=", "=", "?"], replies
+    assert games.make("go", size=7, komi=7).parse_action(replies[2].split()[1]) is not None
+    assert "on boards of any size only" in replies[3]
+
+
 def test_pbrain_on_an_8x8_gomoku_checkpoint_answers_start_8_and_begin(checkpoints):
     game, path = checkpoints["gomoku"]
     assert game.board_shape == (8, 8)

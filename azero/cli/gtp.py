@@ -10,6 +10,7 @@ from . import protocol_streams, torch_device, writable_folder_problem
 
 @cli_entry
 def main(argv=None) -> int:
+    from ..checkpoint import load_checkpoint, pooled_heads
     from ..protocols.gtp import GTPEngine, serve
     from ..session import engine_maker, game_from_args, zoo_engine_maker
     from ..wire.gtp_text import check_game
@@ -23,7 +24,8 @@ def main(argv=None) -> int:
         "--checkpoint runs/othello/latest.pt --sims 400",
     )
     who = parser.add_mutually_exclusive_group()
-    who.add_argument("--checkpoint", help="a Go or Othello checkpoint (plays its own board size and komi only)")
+    who.add_argument("--checkpoint", help="a Go or Othello checkpoint (plays its own board size and komi only; "
+                     "with pooled heads, every board size)")
     who.add_argument("--player", metavar="SPEC", help="any player spec, e.g. uct:2000 (needs --game)")
     parser.add_argument("--game", metavar="SPEC", help="go:size=9,komi=7.5 or othello (boardsize may change the size)")
     parser.add_argument("--sims", type=int, help="simulations per move (at most, when a clock is set)")
@@ -59,6 +61,7 @@ def main(argv=None) -> int:
                                        seconds=args.seconds, device=args.device, seed=args.seed)
     # GTPEngine makes the first engine at once, so a bad player spec or checkpoint is reported now,
     # not at the first genmove
-    engine = GTPEngine(game, make_engine, fixed=bool(args.checkpoint), resign_threshold=args.resign_threshold,
-                       sgf_folder=args.sgf)
+    any_size = bool(args.checkpoint) and pooled_heads(load_checkpoint(args.checkpoint))
+    engine = GTPEngine(game, make_engine, fixed=bool(args.checkpoint), any_size=any_size,
+                       resign_threshold=args.resign_threshold, sgf_folder=args.sgf)
     return serve(engine, *protocol_streams())

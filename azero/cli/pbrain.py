@@ -10,7 +10,7 @@ from . import protocol_streams, torch_device
 
 @cli_entry
 def main(argv=None) -> int:
-    from ..checkpoint import load_checkpoint
+    from ..checkpoint import load_checkpoint, pooled_heads
     from ..errors import USER_ERRORS, UserError
     from ..protocols.piskvork import serve
     from ..session import engine_maker, zoo_engine_maker
@@ -23,7 +23,8 @@ def main(argv=None) -> int:
         "spec; with neither, each game is played by the model zoo's network for its board (azero zoo lists them).",
     )
     who = parser.add_mutually_exclusive_group()
-    who.add_argument("--checkpoint", help="a gomoku checkpoint (plays its own board size only)")
+    who.add_argument("--checkpoint", help="a gomoku checkpoint (plays its own board size only; every size "
+                     "5..19 with pooled heads)")
     who.add_argument("--player", metavar="SPEC", help="any player spec, e.g. uct:2000 (plays every size 5..19; "
                      "the budget it states holds, the manager's clock bounds it)")
     parser.add_argument("--sims", type=int, help="simulations per move at most (the clock may stop it sooner)")
@@ -32,11 +33,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.sims is not None and args.sims <= 0:
         parser.error("--sims must be positive")
-    fixed = None
+    fixed, any_size = None, False
     if args.checkpoint:
         import games
 
-        fixed = games.make_from_spec(load_checkpoint(args.checkpoint)["game"])
+        data = load_checkpoint(args.checkpoint)
+        fixed, any_size = games.make_from_spec(data["game"]), pooled_heads(data)
         try:
             check_brain_game(fixed)
         except UserError:
@@ -64,7 +66,7 @@ def main(argv=None) -> int:
         made.clear()
         return make_engine(game)
 
-    return serve(engine_for, *protocol_streams(), fixed=fixed)
+    return serve(engine_for, *protocol_streams(), fixed=fixed, any_size=any_size)
 
 
 def zoo_brain_game(parser):

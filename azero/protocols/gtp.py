@@ -49,6 +49,7 @@ from games.options import is_whole_number
 
 from .. import __version__
 from ..errors import UserError, internal_error
+from ..network import another_size_of
 from ..players.base import MAX_SECONDS, RESIGN
 from ..session import Engine, GameSession, describe_analysis
 from ..sgf import black_margin, resignation_text, score_text, to_sgf, write_sgf
@@ -126,10 +127,12 @@ class GTPEngine:
     """One GTP session: the game, its moves, the engine that thinks."""
 
     def __init__(self, game: Game, make_engine: Callable[[Game], Engine], *, fixed: bool = False,
-                 resign_threshold: float | None = None, sgf_folder: str | Path | None = None,
-                 write: Callable[[str], None] = print):
+                 any_size: bool = False, resign_threshold: float | None = None,
+                 sgf_folder: str | Path | None = None, write: Callable[[str], None] = print):
         check_game(game)
-        self.fixed = game if fixed else None  # a checkpoint plays its own board size and komi only
+        # a checkpoint plays its own board size and komi only; with pooled heads, every board size
+        self.fixed = game if fixed else None
+        self.any_size = any_size
         self.make_engine = make_engine
         self.resign_threshold = resign_threshold
         self.sgf_folder = Path(sgf_folder) if sgf_folder else None
@@ -171,8 +174,9 @@ class GTPEngine:
             game = self.game.with_options(**options)
         except GameError as error:
             raise GameError(f"{refusal}: {error}") from None
-        if self.fixed is not None and game != self.fixed:
-            raise GameError(f"{refusal}: this network plays {self.fixed.spec} only")
+        if self.fixed is not None and game != self.fixed and not (self.any_size and another_size_of(self.fixed, game)):
+            boards = " on boards of any size" if self.any_size else ""
+            raise GameError(f"{refusal}: this network plays {self.fixed.spec}{boards} only")
         return game
 
     def _turn(self, colour: int) -> tuple[State, bool]:

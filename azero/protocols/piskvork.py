@@ -18,7 +18,8 @@ The brain searches until a deadline derived from INFO timeout_turn and time_left
 network, compiling the search, and, in scripts/pbrain.py, freezing what they made out of the
 garbage collector's way: azero.session.settle_memory) happens at START, so the first move is
 timed like the others.
-A brain with a fixed game (a checkpoint's) plays that game's board size and rule only.
+A brain with a fixed game (a checkpoint's) plays that game's board size and rule only; with
+pooled heads, its rule on every board size.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from games.options import is_whole_number
 
 from .. import __version__
 from ..errors import UserError, internal_error
+from ..network import another_size_of
 from ..players.base import MAX_SECONDS
 from ..search import memory
 from ..session import Engine
@@ -59,11 +61,12 @@ def shown(text: str, most: int = 40) -> str:
 
 class Brain:
     def __init__(self, make_engine: Callable[[games.Game], Engine], *, fixed: games.Game | None = None,
-                 write: Callable[[str], None] = print):
+                 any_size: bool = False, write: Callable[[str], None] = print):
         if fixed is not None:
             check_brain_game(fixed)
         self.make_engine = make_engine
-        self.fixed = fixed  # a checkpoint plays its own game only
+        self.fixed = fixed  # a checkpoint plays its own game only: its board size too, unless `any_size`
+        self.any_size = any_size  # (a network with pooled heads)
         self.write = write
         self.width = self.height = 0
         self.exact = fixed is not None and fixed == brain_game(fixed.board_shape[1], fixed.board_shape[0], True)
@@ -89,7 +92,8 @@ class Brain:
     def _start(self, width: int, height: int) -> None:
         if not (5 <= width <= 19 and 5 <= height <= 19):
             raise GameError(f"unsupported size {width}x{height}; this brain plays 5..19")
-        if self.fixed is not None and brain_game(width, height, self.exact) != self.fixed:
+        wanted = brain_game(width, height, self.exact)
+        if self.fixed is not None and wanted != self.fixed and not (self.any_size and another_size_of(self.fixed, wanted)):
             fixed_height, fixed_width = self.fixed.board_shape
             raise GameError(f"this network plays {fixed_width}x{fixed_height} only")
         self.width, self.height = width, height
@@ -310,7 +314,9 @@ class Brain:
                 raise GameError("caro rules are not supported (freestyle and exactly-five only)")
             exact = bool(number & 1)
             if exact != self.exact and self.fixed is not None:
-                raise GameError(f"this network plays {self.fixed.describe()} only")
+                rule = "exactly five" if self.exact else "five or more in a row (freestyle)"
+                raise GameError(f"this network plays {rule} only" if self.any_size
+                                else f"this network plays {self.fixed.describe()} only")
             if exact != self.exact and self.engine is not None:
                 self.engine = None  # let go of the old engine before the new one is made
                 try:
@@ -326,11 +332,11 @@ class Brain:
 
 
 def serve(make_engine: Callable[[games.Game], Engine], source: TextIO, sink: TextIO, *,
-          fixed: games.Game | None = None) -> int:
+          fixed: games.Game | None = None, any_size: bool = False) -> int:
     def write(text: str) -> None:
         sink.write(text + "\n")
         sink.flush()
 
-    brain = Brain(make_engine, fixed=fixed, write=write)
+    brain = Brain(make_engine, fixed=fixed, any_size=any_size, write=write)
     serve_lines(source, brain.handle, brain.refuse)
     return 0
