@@ -165,3 +165,20 @@ def test_a_size_curriculum_hands_a_small_boards_network_to_a_larger_boards_run(t
     atomic_save(network_checkpoint(PolicyValueNet(fixed.network, small), small, 3), path)
     with pytest.raises(UserError, match="only with pooled heads"):
         read_initial_network(fixed, str(path))
+
+
+def test_the_gomoku15_preset_starts_from_its_own_preset_on_9x9(tmp_path):
+    """docs/training.md's curriculum: a 9x9 run of the gomoku15 preset (--set game.spec=...)
+    hands its network to a 15x15 run of the preset (--init-from)."""
+    from azero.config import load_config
+    from azero.warm_start import read_initial_network, start_network
+
+    nine = load_config(game="gomoku15", overrides=["game.spec=gomoku:size=9,k=5"])
+    small = games.make_from_spec(nine.game.spec)
+    net = PolicyValueNet(nine.network, small).eval()
+    path = tmp_path / "nine.pt"
+    atomic_save(network_checkpoint(net, small, 5), path)
+    fifteen = load_config(game="gomoku15")
+    large = PolicyValueNet(fifteen.network, games.make_from_spec(fifteen.game.spec))
+    start_network(large, large, read_initial_network(fifteen, str(path)))
+    assert all(torch.equal(a, b) for a, b in zip(net.state_dict().values(), large.state_dict().values()))
