@@ -71,7 +71,8 @@ class NetworkSearch:
     settings: the search's settings (SearchSettings; its defaults if None), with `changes`, settings
     by name, applied over them. The network runs in `settings.precision`; the rule is PUCT
     (c_init, c_base, fpu_reduction; forced_playouts, KataGo's k, at self-play's root) or Gumbel
-    (c_visit, c_scale, rescale_q; considered_actions, m, the root moves sampled).
+    (c_visit, c_scale, rescale_q; considered_actions, m, the root moves sampled); either proves
+    results in its tree with `solver` (search/proofs.py).
     virtual_loss: how a leaf-parallel PUCT search counts the leaves in flight (selection.py); a
     player's choice, not a setting (self-play walks one leaf a tree).
     """
@@ -86,10 +87,11 @@ class NetworkSearch:
                                              version=self.evaluator.weights_version)
         if settings.algorithm == "gumbel":
             self.rule = self.plain_rule = Gumbel(c_visit=settings.c_visit, c_scale=settings.c_scale,
-                                                 rescale=settings.rescale_q)
+                                                 rescale=settings.rescale_q, solver=settings.solver)
         else:
             self.rule = PUCT(c_init=settings.c_init, c_base=settings.c_base, fpu_reduction=settings.fpu_reduction,
-                             virtual_loss=virtual_loss, forced_playouts=settings.forced_playouts)
+                             virtual_loss=virtual_loss, forced_playouts=settings.forced_playouts,
+                             solver=settings.solver)
             # the rule of searches that should not explore (cheap searches of playout cap randomization)
             self.plain_rule = dataclasses.replace(self.rule, forced_playouts=0.0)
 

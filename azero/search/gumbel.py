@@ -36,6 +36,7 @@ from games.keyed_random import uniform
 
 from . import kernels
 from .engine import Evaluator, simulate
+from .proofs import proven_target, respect_proofs
 from .selection import Gumbel, NodeView, legal_scores
 from .tree import ROOT, Tree, room_for
 
@@ -190,10 +191,13 @@ def considered_counts(legal: torch.Tensor, considered: int) -> torch.Tensor:
 
 
 def chosen_action(tree: Tree, rule: Gumbel, gumbel: torch.Tensor) -> torch.Tensor:
-    """long [B]: the move to play, the best by g + logits + sigma(q_hat) among the most visited root moves."""
+    """long [B]: the move to play, the best by g + logits + sigma(q_hat) among the most visited root moves;
+    where the root's moves are proven (search/proofs.py), the fastest win, else never a lost move
+    while one is not lost (the best of the most visited such moves)."""
     visits, legal = tree.child_visits[:, ROOT], tree.legal[:, ROOT]
     most = visits.masked_fill(~legal, -1.0).amax(dim=1)
-    return _best_with_visits(root_scores(tree, rule, gumbel), visits, most, legal)
+    scores = root_scores(tree, rule, gumbel)
+    return respect_proofs(tree, _best_with_visits(scores, visits, most, legal), scores)
 
 
 def round_actions(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, target: torch.Tensor, lengths: torch.Tensor,
@@ -228,8 +232,9 @@ def round_actions(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, target: torch.
 
 
 def improved_policy(tree: Tree, rule: Gumbel) -> torch.Tensor:
-    """float [B, A]: the training target softmax(logits + sigma(completed Q)) at each root."""
-    return rule.improved_policy(root_view(tree))
+    """float [B, A]: the training target softmax(logits + sigma(completed Q)) at each root, the root's
+    proofs applied (proofs.proven_target: all of it on the fastest wins; none on lost moves)."""
+    return proven_target(tree, rule.improved_policy(root_view(tree)))
 
 
 @dataclass(frozen=True)

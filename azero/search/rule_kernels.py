@@ -20,12 +20,14 @@ import numpy as np
 
 from games.kernels import hash_one, njit, nth_of, overload
 
+from .proofs import LOST
 from .selection import LOWEST_SCORE, PUCT, RESCALE_EPSILON, UCB1, Gumbel
 
 _INF = np.float32(np.inf)
 _TINY = np.float32(np.finfo(np.float32).tiny)
 _RESCALE_EPSILON = np.float32(RESCALE_EPSILON)
 _LOWEST = np.float32(LOWEST_SCORE)
+_PROVEN_LOST = np.int8(LOST)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -46,6 +48,16 @@ def _first_max(scores, count):  # pragma: no cover - compiled; torch.argmax: the
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _legal_score(score):  # pragma: no cover - compiled; selection.legal_scores, one legal move's score
     return score if score > _LOWEST else _LOWEST  # (NaN and -inf: the lowest, above an illegal move's -inf)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _drop_lost(tree, flat, scores):  # pragma: no cover - compiled; selection.drop_lost, one node
+    """The children of node `flat` proven lost for the chooser scored -inf, as illegal moves (the
+    solver's: an unproven node always has a move that is not lost)."""
+    child_proof = tree.child_proof
+    for a in range(scores.shape[0]):
+        if child_proof[flat, a] == _PROVEN_LOST:
+            scores[a] = -_INF
 
 
 # -- the rules' constants, by name ------------------------------------------------------------------
@@ -224,6 +236,7 @@ def _select_ucb1(rule, tree, flat, base, key, depth, flight, scores):  # pragma:
                 mean = child_value_sum[flat, a] / max(child_visits[flat, a], np.float32(1.0))
             score = mean + weight * (np.float32(1.0) / np.sqrt(n))
             scores[a] = _legal_score(score) if total != 0 else -_INF
+        _drop_lost(tree, flat, scores)
         action = _first_max(scores, actions)
     return action
 
@@ -256,6 +269,7 @@ def _select_puct(rule, tree, flat, base, key, depth, flight, scores):  # pragma:
             n = child_visits[flat, a] + flight[a]
             if legal[flat, a] != 0 and n > 0 and n < np.sqrt(np.float32(forced) * prior[flat, a] * root_total):
                 scores[a] = _INF
+    _drop_lost(tree, flat, scores)
     return _first_max(scores, actions)
 
 
@@ -264,6 +278,7 @@ def _select_gumbel(rule, tree, flat, base, key, depth, flight, scores):  # pragm
     # (no pending visits: the walks of a step go below different root moves)
     raw = tree.raw_value[flat] * tree.q_sign[flat]
     _gumbel_scores(flat, tree, raw, rule, scores)
+    _drop_lost(tree, flat, scores)
     return _first_max(scores, tree.children.shape[1])
 
 
