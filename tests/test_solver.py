@@ -52,9 +52,9 @@ def root_result(tree) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def rules():
-    return {"ucb1": (UCB1(solver=True), lambda game: RolloutEvaluator(game)),
-            "puct": (PUCT(solver=True), SmoothEvaluator),
-            "gumbel": (Gumbel(solver=True), SmoothEvaluator)}
+    return {"ucb1": (UCB1(), lambda game: RolloutEvaluator(game)),
+            "puct": (PUCT(), SmoothEvaluator),
+            "gumbel": (Gumbel(), SmoothEvaluator)}
 
 
 def run(game, roots, rule, evaluator, simulations, *, parallel=1, seed=0):
@@ -64,12 +64,12 @@ def run(game, roots, rule, evaluator, simulations, *, parallel=1, seed=0):
         prior, value = evaluator(roots)
         tree = new_tree(game, roots, simulations + 1, make_keys(seed, batch), root_prior=prior, root_value=value)
         result = gumbel_search(tree, game, evaluator, rule, simulations, torch.zeros(batch, game.num_actions),
-                               considered=16, parallel=parallel)
+                               considered=16, parallel=parallel, solver=True)
         return result.tree, result.action
     prior = evaluator(roots)[0] if rule.uses_prior else None
     tree = new_tree(game, roots, simulations + 1, make_keys(seed, batch), root_prior=prior,
                     with_prior=rule.uses_prior)
-    simulate(tree, game, evaluator, rule, simulations, parallel=parallel)
+    simulate(tree, game, evaluator, rule, simulations, parallel=parallel, solver=True)
     return tree, proofs.respect_proofs(tree, tree.root_visits().argmax(dim=1))
 
 
@@ -128,7 +128,7 @@ def test_proofs_match_minimax_on_random_positions():
         if not bool(state.done[0]):
             roots.append(state)
     batch = type(roots[0]).cat(roots)
-    tree = search(TICTACTOE, batch, RolloutEvaluator(TICTACTOE), UCB1(solver=True), 3000, make_keys(1, len(roots)))
+    tree = search(TICTACTOE, batch, RolloutEvaluator(TICTACTOE), UCB1(), 3000, make_keys(1, len(roots)), solver=True)
     value, plies = root_result(tree)
     move_proof, move_plies = proofs.root_proofs(tree)
     for i, root in enumerate(roots):
@@ -145,10 +145,10 @@ def test_proofs_match_minimax_on_random_positions():
 def test_a_lost_position_is_proven_lost_with_the_slowest_loss():
     # O to move after X's best move from WIN_IN_THREE: every O move loses, X wins 2 plies on
     root = position(WIN_IN_THREE)
-    tree, action = run(TICTACTOE, root, UCB1(solver=True), RolloutEvaluator(TICTACTOE), 400)
+    tree, action = run(TICTACTOE, root, UCB1(), RolloutEvaluator(TICTACTOE), 400)
     lost = TICTACTOE.step(root, action)
     assert exact(TICTACTOE, lost) == (-1, 2)
-    tree = search(TICTACTOE, lost, RolloutEvaluator(TICTACTOE), UCB1(solver=True), 300, make_keys(2, 1))
+    tree = search(TICTACTOE, lost, RolloutEvaluator(TICTACTOE), UCB1(), 300, make_keys(2, 1), solver=True)
     assert root_result(tree)[0].tolist() == [LOST] and root_result(tree)[1].tolist() == [2]
     proof, plies = proofs.root_proofs(tree)
     legal = tree.legal[0, 0]
@@ -179,10 +179,10 @@ def test_selection_skips_a_child_proven_lost():
 
     def go():
         tree = new_tree(TICTACTOE, root, 401, make_keys(4, 1), with_prior=False)
-        simulate(tree, TICTACTOE, RolloutEvaluator(TICTACTOE), UCB1(solver=True), 60)
+        simulate(tree, TICTACTOE, RolloutEvaluator(TICTACTOE), UCB1(), 60, solver=True)
         before = tree.root_visits().clone()
         lost = tree.child_proof[0, 0] == LOST
-        simulate(tree, TICTACTOE, RolloutEvaluator(TICTACTOE), UCB1(solver=True), 200)
+        simulate(tree, TICTACTOE, RolloutEvaluator(TICTACTOE), UCB1(), 200, solver=True)
         return before, lost, tree
 
     for before, lost, tree in both(go):
@@ -200,7 +200,7 @@ def test_without_the_solver_nothing_is_proven():
 def test_the_ancestors_are_settled():
     """The root of WIN_IN_THREE is proven only through its descendants: without `_settle`/`settle`
     (the propagation) only finished games would be, never the root."""
-    tree, _ = run(TICTACTOE, position(WIN_IN_THREE), UCB1(solver=True), RolloutEvaluator(TICTACTOE), 400)
+    tree, _ = run(TICTACTOE, position(WIN_IN_THREE), UCB1(), RolloutEvaluator(TICTACTOE), 400)
     terminal = tree.terminal[0]
     proven = tree.proof[0] != UNKNOWN
     assert bool((proven & ~terminal).sum() >= 3)  # inner nodes: the root, the forced replies...
@@ -236,8 +236,8 @@ def test_the_compiled_and_torch_walks_prove_the_same(kind, parallel):
 @pytest.mark.parametrize("compiled", [True, False])
 def test_a_kept_subtree_keeps_its_proofs(compiled):
     root = position([[1, 0, 0], [0, -1, 0], [0, 0, 0]])
-    tree = search(TICTACTOE, root.repeat_interleave(2), RolloutEvaluator(TICTACTOE), UCB1(solver=True), 1500,
-                  make_keys(5, 2))
+    tree = search(TICTACTOE, root.repeat_interleave(2), RolloutEvaluator(TICTACTOE), UCB1(), 1500,
+                  make_keys(5, 2), solver=True)
     action = tree.root_visits().argmax(dim=1)
     child = tree.children[torch.arange(2), 0, action].long()
     saved = kernels.AVAILABLE
@@ -265,7 +265,7 @@ def test_allowed_moves_and_the_proven_target():
 
 def test_the_policy_target_and_the_move_follow_the_proofs():
     root = position(WIN_IN_THREE)
-    tree, action = run(TICTACTOE, root, UCB1(solver=True), RolloutEvaluator(TICTACTOE), 400)
+    tree, action = run(TICTACTOE, root, UCB1(), RolloutEvaluator(TICTACTOE), 400)
     proof, plies = proofs.root_proofs(tree)
     visits = tree.root_visits()
     target = proofs.proven_target(tree, visits / visits.sum())
@@ -283,8 +283,8 @@ def test_a_gumbel_search_returns_no_lost_move_and_puts_its_target_on_the_win():
     evaluator = SmoothEvaluator(TICTACTOE)
     prior, value = evaluator(root)
     tree = new_tree(TICTACTOE, root, 41, make_keys(0, 1), root_prior=prior, root_value=value)
-    result = gumbel_search(tree, TICTACTOE, evaluator, Gumbel(solver=True), 40,
-                           gumbel_noise(make_keys(1, 1), TICTACTOE.num_actions), considered=9)
+    result = gumbel_search(tree, TICTACTOE, evaluator, Gumbel(), 40,
+                           gumbel_noise(make_keys(1, 1), TICTACTOE.num_actions), considered=9, solver=True)
     win = TICTACTOE.parse_action("c3")
     assert int(result.action[0]) == win
     assert float(result.policy[0, win]) == pytest.approx(1.0)
@@ -301,7 +301,60 @@ def test_the_analysis_says_wins_in_n():
     from azero.session import describe_analysis
 
     root = position(WIN_IN_THREE)
-    tree, action = run(TICTACTOE, root, UCB1(solver=True), RolloutEvaluator(TICTACTOE), 400)
+    tree, action = run(TICTACTOE, root, UCB1(), RolloutEvaluator(TICTACTOE), 400)
     info = describe_analysis(TICTACTOE, Analysis.from_tree(tree, action))
     assert info["proof"] == "wins in 3"
     assert any(m.get("proof") == "wins in 3" for m in info["moves"])
+
+
+@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+def test_the_network_search_proves_where_its_setting_says(algorithm):
+    from azero.network import NetworkConfig, PolicyValueNet
+    from azero.network_search import NetworkSearch
+
+    torch.manual_seed(0)
+    net = PolicyValueNet(NetworkConfig(blocks=1, channels=8, value_hidden=8), TICTACTOE).eval()
+    root = position(WIN_IN_ONE)
+    win = TICTACTOE.parse_action("c3")
+    for solver in (True, False):
+        searcher = NetworkSearch(TICTACTOE, net, algorithm=algorithm, solver=solver, considered_actions=16)
+        if algorithm == "gumbel":
+            result = searcher.gumbel_search(root, make_keys(0, 1), 30, noise=True)
+            tree, action = result.tree, result.action
+        else:
+            tree = searcher.fresh_tree(root, make_keys(0, 1), 31)
+            searcher.search(tree, 30)
+            action = None
+        assert bool(tree.proof.any()) == solver
+        if solver:
+            assert int(proofs.root_proofs(tree)[0][0, win]) == WON
+            if action is not None:
+                assert int(action[0]) == win and float(result.policy[0, win]) == pytest.approx(1.0)
+
+
+def test_self_play_targets_the_proven_win():
+    from azero.config import load_config
+    from azero.network import NetworkConfig, PolicyValueNet
+    from azero.selfplay import SelfPlay
+
+    torch.manual_seed(0)
+    net = PolicyValueNet(NetworkConfig(blocks=1, channels=8, value_hidden=8), TICTACTOE).eval()
+    config = load_config(game="tictactoe", overrides=["search.simulations=30", "search.temperature_moves=0",
+                                                      "search.reuse_tree=false", "selfplay.games=2"])
+    play = SelfPlay(TICTACTOE, net, config.search, config.selfplay, seed=0)
+    play.states = position(WIN_IN_ONE).repeat_interleave(play.batch)
+    policy, action, _, _ = play._search()
+    win = TICTACTOE.parse_action("c3")
+    assert action.tolist() == [win] * play.batch
+    assert torch.allclose(policy[:, win], torch.ones(play.batch))
+
+
+def test_the_uct_player_proves_with_its_option():
+    from azero.players import make
+
+    player = make("uct:300:solver=true", TICTACTOE)
+    assert player.spec == "uct:300:solver=true"
+    analysis = player.analyse(position(WIN_IN_THREE))
+    assert int(analysis.proof[0, int(analysis.action[0])]) == WON
+    plain = make("uct:300", TICTACTOE)
+    assert plain.analyse(position(WIN_IN_THREE)).proof.eq(UNKNOWN).all()

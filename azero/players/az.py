@@ -164,6 +164,7 @@ class AZPlayer(Player):
                 self.game, states, self.searcher.evaluator, self.searcher.rule, keys,
                 simulations=simulations, seconds=seconds, root_prior=prior, on_progress=live,
                 should_stop=should_stop, parallel=self.leaves_per_step(simulations), reuse=self._spare,
+                solver=self.settings.solver,
             )
             self._spare = tree if tree_bytes(tree) <= SPARE_TREE_BYTES else None
         action = respect_proofs(tree, choose("robust", tree.root_visits(), tree.child_value_sum[:, 0]))

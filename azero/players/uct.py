@@ -51,7 +51,8 @@ class UCTPlayer(Player):
         self.iterations, self.c, self.final = iterations, c, final
         self.stated_simulations = iterations
         self.max_robust_extra = max_robust_extra
-        self.rule = UCB1(c, virtual_loss=virtual_loss, solver=solver)
+        self.rule = UCB1(c, virtual_loss=virtual_loss)
+        self.solver = solver
         self.evaluator = RolloutEvaluator(game)
         options = ([f"c={c:g}"] if c != math.sqrt(2.0) else []) + ([f"final={final}"] if final != "robust" else [])
         options += ([f"parallel={self.parallel}"] if self.parallel != "auto" else [])
@@ -75,13 +76,14 @@ class UCTPlayer(Player):
                 self.game, states, self.evaluator, self.rule, keys,
                 simulations=simulations, seconds=seconds, on_progress=_live(on_progress, self),
                 should_stop=should_stop, parallel=self.leaves_per_step(simulations), reuse=self._spare,
+                solver=self.solver,
             )
             self._keep(tree)
             final = "robust" if self.final == "max-robust" else self.final
             return Analysis.from_tree(tree, self._choose(final, tree))
         extra = int(self.iterations * self.max_robust_extra) if self.final == "max-robust" else 0
         tree = search(self.game, states, self.evaluator, self.rule, self.iterations, keys, extra_capacity=extra,
-                      reuse=self._spare, parallel=self.leaves_per_step(self.iterations))
+                      reuse=self._spare, parallel=self.leaves_per_step(self.iterations), solver=self.solver)
         self._keep(tree)
         if self.final == "max-robust":
             action = self._search_until_max_robust(tree, extra)
@@ -114,7 +116,8 @@ class UCTPlayer(Player):
             decided[ok] = choose("max-robust", tree.root_visits()[ok], tree.child_value_sum[ok, 0])
             if bool((decided >= 0).all()) or spent + chunk > extra:
                 break
-            simulate(tree, self.game, self.evaluator, self.rule, chunk, parallel=self.leaves_per_step(self.iterations))
+            simulate(tree, self.game, self.evaluator, self.rule, chunk, parallel=self.leaves_per_step(self.iterations),
+                     solver=self.solver)
             spent += chunk
         robust = self._choose("robust", tree)
         return respect_proofs(tree, torch.where(decided >= 0, decided, robust))
@@ -133,7 +136,8 @@ class UCTPlayer(Player):
         rollouts, self.evaluator = self.evaluator, _draws
         try:
             self.analyse(state, keys, simulations=steps)  # the kind a clock runs
-            search(self.game, state, self.evaluator, self.rule, steps, keys, parallel=self.leaves_per_step(steps))
+            search(self.game, state, self.evaluator, self.rule, steps, keys, parallel=self.leaves_per_step(steps),
+                   solver=self.solver)
         finally:
             self.evaluator = rollouts
             self._spare = None  # (a tree of the stand-in's values)

@@ -29,6 +29,11 @@ whose selection has no pending visits, takes K > 1 only with imposed root action
 walk (sequential halving gives each walk of a step a different root move, and walks below
 different root moves cannot meet).
 
+Proven results (search/proofs.py, MCTS-Solver): a walk that reaches a node proven won, lost
+or drawn stops there as at a finished game and backs up the proven value, and the rules never
+choose a child proven lost; with `solver` (simulate's), the new leaves that are finished games
+are proven and their ancestors settled.
+
 On a CPU, with UCB1, PUCT or Gumbel, the walks and the backup run as compiled loops over
 the trees (search/kernels.py) with the same rules as the torch form below (children whose
 scores tie to within float32 rounding may be ordered differently: the compiled loops' logarithms
@@ -138,9 +143,14 @@ def simulate(
     *,
     parallel: int = 1,
     root_action: RootAction | None = None,
+    solver: bool = False,
 ) -> Tree:
     """Run `num_simulations` simulations in each of the B trees (in place), gathering up to
     `parallel` leaves per tree for each evaluator call; returns the tree.
+
+    solver: prove the finished games the walks reach and settle their ancestors (MCTS-Solver,
+    search/proofs.py; the search setting `solver`). Proofs already in the tree are honoured
+    either way: walks stop at proven nodes, the rules skip children proven lost.
 
     root_action: the actions the walks take at each root instead of the rule's choice (NO_ACTION:
     the rule's): long [B], the first action of every walk of tree b; or long [B, W] (W <=
@@ -163,7 +173,7 @@ def simulate(
     # evaluator's weights during the call: a network looks its inference module up once.
     fixed = getattr(evaluator, "fixed_weights", contextlib.nullcontext)
     with torch.inference_mode(), fixed():
-        return _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_action)
+        return _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_action, solver)
 
 
 def _budgets(tree: Tree, num_simulations: int, parallel: int):
@@ -183,9 +193,9 @@ def _budgets(tree: Tree, num_simulations: int, parallel: int):
         yield remaining.clamp_(min=0, max=parallel)
 
 
-def _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_action=None) -> Tree:
+def _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_action=None, solver=False) -> Tree:
     needs_keys = getattr(evaluator, "uses_keys", True)
-    walker = kernels.Walker(tree, rule, parallel) if kernels.supports(rule, tree) else None
+    walker = kernels.Walker(tree, rule, parallel, solver) if kernels.supports(rule, tree) else None
     for budget in _budgets(tree, num_simulations, parallel):
         first = root_action(budget) if callable(root_action) else root_action
         if first is not None and first.dim() == 2:  # one walk per action
@@ -204,7 +214,7 @@ def _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_actio
         else:
             leaves, rounds = _gather(tree, rule, budget.to(tree.visits.device), parallel > 1, needs_keys, first)
             value = _expand(tree, game, evaluator, leaves, leaves.keys if needs_keys else None,
-                            solver=getattr(rule, "solver", False))
+                            solver=solver)
             _backup_rounds(tree, rounds, value)
     return tree
 
@@ -374,7 +384,7 @@ def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: 
     False, the bench's trivial evaluator). Returns the values float [n], first player's
     view; with a walker (the compiled loops) nothing: its `finish` writes the fields and backs
     up the whole step in one call after the evaluation. solver: prove the leaves that are
-    finished games and settle their ancestors (search/proofs.py; the walker reads its rule's).
+    finished games and settle their ancestors (search/proofs.py; the walker has its own).
     """
     if leaves.rows.numel() == 0:
         if walker is not None:

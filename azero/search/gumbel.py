@@ -259,6 +259,7 @@ def gumbel_search(
     chunk: int = 32,
     on_progress: Callable[[Tree], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    solver: bool = False,
 ) -> GumbelResult:
     """Run `simulations` simulations of Gumbel AlphaZero in each tree (fresh trees with priors
     and root values) and return the move and the training target of each. The search is in
@@ -270,7 +271,9 @@ def gumbel_search(
     each for several root moves) that go to the evaluator together, at most this many a tree
     (`round_actions`: the same search as one at a time). `on_progress(tree)` is called and
     `should_stop()` asked after every `chunk` simulations (at least `parallel`); a search
-    stopped early plays the best of its most visited moves.
+    stopped early plays the best of its most visited moves. solver: prove results in the tree
+    (MCTS-Solver, engine.simulate's `solver`); the move returned and the policy follow the root's
+    proofs (`chosen_action`, `improved_policy`).
     """
     if tree.prior is None:
         raise ValueError("a Gumbel search needs a tree with priors (new_tree(with_prior=True))")
@@ -307,7 +310,7 @@ def gumbel_search(
             table, runs = (t.to(tree.visits.device)
                            for t in schedule_columns(rows, simulations, first, min(simulations, first + width)))
         tree = room_for(tree, step, simulations + 1)  # a tree that started small grows
-        simulate(tree, game, evaluator, rule, step, parallel=parallel, root_action=next_root_actions)
+        simulate(tree, game, evaluator, rule, step, parallel=parallel, root_action=next_root_actions, solver=solver)
         searched += step
         if on_progress is not None:
             on_progress(tree)

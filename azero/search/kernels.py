@@ -348,7 +348,7 @@ class Walker:
     tree up to `parallel` times; `finish` writes the new leaves' fields and adds their values.
     Leaves and collisions are at most B * parallel per step."""
 
-    def __init__(self, tree, rule, parallel: int = 1):
+    def __init__(self, tree, rule, parallel: int = 1, solver: bool = False):
         batch, capacity = tree.batch_size, tree.capacity
         self.tree, self.capacity = tree, capacity
         most = batch * parallel
@@ -367,7 +367,7 @@ class Walker:
         self.params = rule_params(rule)
         self.arrays = tree_arrays(tree)
         self.with_prior = tree.prior is not None
-        self.solver = bool(getattr(rule, "solver", False))  # prove the finished games the walks reach
+        self.solver = bool(solver)  # prove the finished games the walks reach (search/proofs.py)
         self.no_prior = np.zeros((1, tree.num_actions), np.float32)  # finish's prior when the evaluator gives none
         self.no_planes = np.zeros((1, 1, 1), np.float32)  # (the bookkeeping reads no planes)
         self.keys, self.next_node = tree.keys.numpy(), tree.next_node.numpy()

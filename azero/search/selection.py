@@ -18,6 +18,10 @@ child whose only visits are in flight is not untried (UCB1) and has no mean of i
 without virtual loss (UCB1 counts it a draw; PUCT gives it the first-play urgency).
 Without pending visits (None, or all zero) the scores are exactly the sequential ones.
 Gumbel's search walks one leaf per tree at a time (its root schedule is sequential).
+
+Proofs (search/proofs.py): every rule scores a child proven lost for the chooser -inf, as an
+illegal move (`drop_lost`; NodeView.lost); whether a search proves anything is the search's
+choice (engine.simulate's `solver`), not the rule's.
 """
 
 from __future__ import annotations
@@ -115,7 +119,6 @@ class UCB1:
 
     c: float = math.sqrt(2.0)
     virtual_loss: bool = True
-    solver: bool = False
     uses_prior = False
     uses_uniform = True
 
@@ -176,7 +179,6 @@ class PUCT:
     fpu_reduction: float = DEFAULTS.fpu_reduction
     virtual_loss: bool = False
     forced_playouts: float = DEFAULTS.forced_playouts
-    solver: bool = DEFAULTS.solver
     uses_prior = True
     uses_uniform = False
 
@@ -316,7 +318,6 @@ class Gumbel:
     c_visit: float = DEFAULTS.c_visit
     c_scale: float = DEFAULTS.c_scale
     rescale: bool = DEFAULTS.rescale_q
-    solver: bool = DEFAULTS.solver
     uses_prior = True
     uses_uniform = False
 
