@@ -50,16 +50,6 @@ def _legal_score(score):  # pragma: no cover - compiled; selection.legal_scores,
     return score if score > _LOWEST else _LOWEST  # (NaN and -inf: the lowest, above an illegal move's -inf)
 
 
-@njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _drop_lost(tree, flat, scores):  # pragma: no cover - compiled; selection.drop_lost, one node
-    """The children of node `flat` proven lost for the chooser scored -inf, as illegal moves (the
-    solver's: an unproven node always has a move that is not lost)."""
-    child_proof = tree.child_proof
-    for a in range(scores.shape[0]):
-        if child_proof[flat, a] == _PROVEN_LOST:
-            scores[a] = -_INF
-
-
 # -- the rules' constants, by name ------------------------------------------------------------------
 # Each rule the walks know has a record of its constants, named as the rule's own fields
 # (`rule_params` reads them off the rule), and a select function below; `select_child` picks the
@@ -158,7 +148,8 @@ def _gumbel_sigma(flat, tree, raw, rule, out):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _gumbel_scores(flat, tree, raw, rule, out):  # pragma: no cover - compiled
-    """out[a] = pi'(a) - N(a) / (1 + sum N) at node `flat`, -inf where illegal (selection.Gumbel.scores).
+    """out[a] = pi'(a) - N(a) / (1 + sum N) at node `flat`, -inf where illegal or proven lost for the
+    chooser (selection.Gumbel.scores).
 
     pi' = softmax(log prior + sigma) is computed as prior * exp(sigma - max sigma), normalised:
     the same policy (but for float32 rounding) without a logarithm, and with one exponential
@@ -184,8 +175,9 @@ def _gumbel_scores(flat, tree, raw, rule, out):  # pragma: no cover - compiled
             weight = np.exp(out[a] - top) if child_visits[flat, a] > 0 else shared
             out[a] = max(prior[flat, a], _TINY) * weight
             mass += out[a]
+    child_proof = tree.child_proof
     for a in range(actions):
-        if legal[flat, a] != 0:
+        if legal[flat, a] != 0 and child_proof[flat, a] != _PROVEN_LOST:  # (selection.drop_lost)
             out[a] = _legal_score(out[a] / mass - child_visits[flat, a] / (np.float32(1.0) + total))
         else:
             out[a] = -_INF
@@ -210,7 +202,7 @@ def _pending_children(tree, flat, base, flight):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _select_ucb1(rule, tree, flat, base, key, depth, flight, scores):  # pragma: no cover - compiled; UCB1.select
     children, visits, legal = tree.children, tree.visits, tree.legal
-    child_visits, child_value_sum = tree.child_visits, tree.child_value_sum
+    child_visits, child_value_sum, child_proof = tree.child_visits, tree.child_value_sum, tree.child_proof
     actions = children.shape[1]
     n_parent = max(visits[flat] + _pending_children(tree, flat, base, flight), np.float32(1.0))
     action = 0
@@ -235,8 +227,8 @@ def _select_ucb1(rule, tree, flat, base, key, depth, flight, scores):  # pragma:
             else:
                 mean = child_value_sum[flat, a] / max(child_visits[flat, a], np.float32(1.0))
             score = mean + weight * (np.float32(1.0) / np.sqrt(n))
-            scores[a] = _legal_score(score) if total != 0 else -_INF
-        _drop_lost(tree, flat, scores)
+            # (a child proven lost scores as an illegal move: selection.drop_lost)
+            scores[a] = _legal_score(score) if total != 0 and child_proof[flat, a] != _PROVEN_LOST else -_INF
         action = _first_max(scores, actions)
     return action
 
@@ -245,6 +237,7 @@ def _select_ucb1(rule, tree, flat, base, key, depth, flight, scores):  # pragma:
 def _select_puct(rule, tree, flat, base, key, depth, flight, scores):  # pragma: no cover - compiled; PUCT.select
     children, visits, value_sum, q_sign = tree.children, tree.visits, tree.value_sum, tree.q_sign
     child_visits, child_value_sum, prior, legal = tree.child_visits, tree.child_value_sum, tree.prior, tree.legal
+    child_proof = tree.child_proof
     actions = children.shape[1]
     n_parent = max(visits[flat] + _pending_children(tree, flat, base, flight), np.float32(1.0))
     w = np.log1p((n_parent + np.float32(1.0)) * np.float32(1.0 / rule.c_base)) + np.float32(rule.c_init)
@@ -259,7 +252,8 @@ def _select_puct(rule, tree, flat, base, key, depth, flight, scores):  # pragma:
             done = child_visits[flat, a]
             exploit = child_value_sum[flat, a] / (done * w) if done > 0 else fpu
         score = exploit + prior[flat, a] / (n + np.float32(1.0))
-        scores[a] = _legal_score(score) if legal[flat, a] != 0 else -_INF
+        # (a child proven lost scores as an illegal move: selection.drop_lost)
+        scores[a] = _legal_score(score) if legal[flat, a] != 0 and child_proof[flat, a] != _PROVEN_LOST else -_INF
     forced = rule.forced_playouts
     if depth == 0 and forced > 0:  # forced playouts (selection.PUCT._forced): visited root moves short first
         root_total = np.float32(0.0)  # the visits counting those in flight, n + o, as in selection.py
@@ -267,9 +261,9 @@ def _select_puct(rule, tree, flat, base, key, depth, flight, scores):  # pragma:
             root_total += child_visits[flat, a] + flight[a]
         for a in range(actions):
             n = child_visits[flat, a] + flight[a]
-            if legal[flat, a] != 0 and n > 0 and n < np.sqrt(np.float32(forced) * prior[flat, a] * root_total):
+            if (legal[flat, a] != 0 and n > 0 and n < np.sqrt(np.float32(forced) * prior[flat, a] * root_total)
+                    and child_proof[flat, a] != _PROVEN_LOST):
                 scores[a] = _INF
-    _drop_lost(tree, flat, scores)
     return _first_max(scores, actions)
 
 
@@ -278,7 +272,6 @@ def _select_gumbel(rule, tree, flat, base, key, depth, flight, scores):  # pragm
     # (no pending visits: the walks of a step go below different root moves)
     raw = tree.raw_value[flat] * tree.q_sign[flat]
     _gumbel_scores(flat, tree, raw, rule, scores)
-    _drop_lost(tree, flat, scores)
     return _first_max(scores, tree.children.shape[1])
 
 
