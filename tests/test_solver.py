@@ -358,3 +358,18 @@ def test_the_uct_player_proves_with_its_option():
     assert int(analysis.proof[0, int(analysis.action[0])]) == WON
     plain = make("uct:300", TICTACTOE)
     assert plain.analyse(position(WIN_IN_THREE)).proof.eq(UNKNOWN).all()
+
+
+def test_every_proof_of_a_nim_search_agrees_with_the_exact_solver():
+    from azero.solver import Solver
+
+    game = games.make_from_spec("nim")
+    root = game.initial_state(1)
+    tree = search(game, root, RolloutEvaluator(game), UCB1(), 20000, make_keys(3, 1), solver=True)
+    proven = (tree.proof[0] != UNKNOWN).nonzero().flatten()
+    states = tree.states.take(proven)
+    inner = ~states.done
+    exact_values = Solver(game).value(states[inner])  # the player to move's view: the mover's opposite
+    assert int(inner.sum()) > 50
+    assert torch.equal(-(tree.proof[0, proven[inner]].float() - DRAWN), exact_values)
+    assert int(tree.proof[0, 0]) != UNKNOWN
