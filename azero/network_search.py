@@ -71,7 +71,8 @@ class NetworkSearch:
     settings: the search's settings (SearchSettings; its defaults if None), with `changes`, settings
     by name, applied over them. The network runs in `settings.precision`; the rule is PUCT
     (c_init, c_base, fpu_reduction; forced_playouts, KataGo's k, at self-play's root) or Gumbel
-    (c_visit, c_scale, rescale_q; considered_actions, m, the root moves sampled).
+    (c_visit, c_scale, rescale_q; considered_actions, m, the root moves sampled); either proves
+    results in its tree where `settings.solver` says so (search/proofs.py).
     virtual_loss: how a leaf-parallel PUCT search counts the leaves in flight (selection.py); a
     player's choice, not a setting (self-play walks one leaf a tree).
     """
@@ -112,7 +113,8 @@ class NetworkSearch:
         """`simulations` more simulations of the rule in every tree (PUCT's search; in place),
         `parallel` leaves per tree for each network call; without `explore`, no forced playouts."""
         rule = self.rule if explore else self.plain_rule
-        return simulate(tree, self.game, self.evaluator, rule, simulations, parallel=parallel)
+        return simulate(tree, self.game, self.evaluator, rule, simulations, parallel=parallel,
+                        solver=self.settings.solver)
 
     def gumbel_search(self, states: State, keys: torch.Tensor, simulations: int, *, noise: bool,
                       on_progress=None, should_stop=None, parallel: int = 1) -> GumbelResult:
@@ -135,4 +137,4 @@ class NetworkSearch:
         gumbel = gumbel_noise(fold(keys, 0x6B5E), actions) if noise else torch.zeros(states.batch_size, actions)
         return gumbel_search(tree, self.game, self.evaluator, self.rule, simulations, gumbel.to(tree.prior.device),
                              considered=self.considered_actions, parallel=parallel, on_progress=on_progress,
-                             should_stop=should_stop)
+                             should_stop=should_stop, solver=self.settings.solver)

@@ -34,6 +34,12 @@ The training signals of docs/training.md, each a switch of the config, act here:
   ends it (games.opening_move; a game whose every legal move would end it stops its
   opening there); the searches begin after them, and the random moves' positions are not
   samples (`search.temperature_moves` counts them).
+* Proven moves (`search.solver`, on by default; search/proofs.py): where the search proved
+  root moves, the move played is the fastest win, or never a lost move while one is not
+  lost (the most visited of those), and the policy target puts all its weight on the
+  fastest winning moves (evenly), or none on the lost moves (the rest renormalised). The
+  value target stays the game's outcome: play that follows the proofs reaches the proven
+  result, so the outcome already is the exact value there.
 * Auxiliary targets: a finished game's ownership of each point and its final margin
   (games with `has_ownership` / `has_score`), from each position's player to move's view,
   and the next position's policy target as the opponent-reply target; each recorded only
@@ -57,6 +63,7 @@ from .config import SelfPlayConfig
 from .network import PolicyValueNet
 from .network_search import NetworkSearch, add_dirichlet_noise, default_alpha
 from .search.forced import prune_forced_visits
+from .search.proofs import proven_target, respect_proofs
 from .search.settings import SearchSettings
 from .search.tree import replace_rows, subtree, take_rows
 
@@ -327,8 +334,10 @@ class SelfPlay:
             pruned = prune_forced_visits(visits, tree.child_value_sum[:, 0], tree.prior[:, 0], tree.visits[:, 0],
                                          k=config.forced_playouts, c_init=config.c_init, c_base=config.c_base)
             visits = torch.where(full.unsqueeze(1), pruned, visits)
-        return (visits / visits.sum(dim=1, keepdim=True).clamp(min=1), self._choose(visits), full,
-                tree.root_value().cpu())
+        # the root's proofs (the solver's, search/proofs.py): the fastest win played and all the
+        # target on the fastest wins; no lost move while one is not lost, and none of the target on them
+        policy = proven_target(tree, visits / visits.sum(dim=1, keepdim=True).clamp(min=1))
+        return policy, respect_proofs(tree, self._choose(visits)), full, tree.root_value().cpu()
 
     def _gumbel_search(self, keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """`_search` by Gumbel AlphaZero: fresh trees, the improved policy as the target; under

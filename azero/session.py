@@ -22,6 +22,7 @@ from .errors import UserError, is_int, is_number
 from .players import make
 from .players.base import MAX_SECONDS, MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from .search.memory import TreeTooLarge
+from .search.proofs import proof_words
 
 
 def check_budget(simulations=None, seconds=None) -> None:
@@ -229,7 +230,9 @@ class GameSession:
 
 
 def describe_analysis(game: Game, analysis: Analysis, *, top: int = 5) -> dict:
-    """Plain values for people and protocols: best move, win-rate for the side to move, top moves, PV."""
+    """Plain values for people and protocols: best move, win-rate for the side to move, top moves, PV;
+    "proof": the best move's proven result in words ("wins in 3": search/proofs.py), where proven,
+    and each move's too."""
     visits = analysis.visits[0]
     q = analysis.q[0]
     best = int(analysis.action[0])
@@ -240,17 +243,27 @@ def describe_analysis(game: Game, analysis: Analysis, *, top: int = 5) -> dict:
     value = float(q[best]) if visits[best] > 0 else float(analysis.value[0])
     order = torch.argsort(visits, descending=True)[:top]
     moves = [
-        {"move": game.format_action(int(a)), "visits": int(visits[a]), "winrate": round(float(q[a] + 1) / 2, 4)}
+        {"move": game.format_action(int(a)), "visits": int(visits[a]), "winrate": round(float(q[a] + 1) / 2, 4),
+         **_proof_of(analysis, int(a))}
         for a in order
         if visits[a] > 0
     ]
     return {
+        **_proof_of(analysis, best),
         "best_move": game.format_action(int(analysis.action[0])),
         "winrate": round((value + 1) / 2, 4),
         "visits": int(visits.sum()),
         "moves": moves,
         "pv": [game.format_action(a) for a in analysis.pv[0]],
     }
+
+
+def _proof_of(analysis: Analysis, action: int) -> dict:
+    """{"proof": "wins in 3"} for a move the search proved (proofs.proof_words), else {}."""
+    if analysis.proof is None:
+        return {}
+    words = proof_words(int(analysis.proof[0, action]), int(analysis.proof_plies[0, action]))
+    return {} if words is None else {"proof": words}
 
 
 def game_from_args(game_spec: str | None, checkpoint: str | None) -> Game:

@@ -21,6 +21,7 @@ from games import NO_ACTION, kernels
 from games.keyed_random import _hash32, make_keys, random_true
 
 FIELD_NAMES = [f.name for f in Tree.FIELDS]
+PROOF_FIELDS = ("proof", "proof_plies", "child_proof")  # the solver's (search/proofs.py)
 
 # Skipped where the kernels are switched off (AZERO_NO_KERNELS) or numba is missing, except
 # in CI (the CI variable set), where a missing numba fails below instead of passing quietly.
@@ -252,7 +253,7 @@ def test_puct_searches_the_same(fpu_reduction):
         prior, _ = evaluator(roots)
         tree = new_tree(game, roots, 201, make_keys(0, 5), root_prior=prior)
         simulate(tree, game, evaluator, rule, 200)
-        return tree.root_visits(), tree.visits, tree.value_sum, tree.parent
+        return tree.root_visits(), tree.visits, tree.value_sum, tree.parent, tree.proof, tree.child_proof
 
     ours, theirs = both(run)
     for a, b in zip(ours, theirs):
@@ -415,15 +416,15 @@ def test_leaf_parallel_searches_the_same(kind, parallel, virtual_loss):
 
     ours, theirs = both(run)
     for name in ("visits", "value_sum", "child_visits", "child_value_sum", "parent", "action", "children", "pending",
-                 "next_node"):
+                 "next_node", *PROOF_FIELDS):
         assert torch.equal(getattr(ours, name), getattr(theirs, name)), name
     assert torch.equal(ours.root_visits().sum(dim=1), torch.full((5,), 400.0))  # exactly the budget
     assert not bool(ours.pending.any())  # nothing left in flight
     assert calls[0] == calls[1] and calls[0] < 400 // parallel * 2  # one call per step of up to `parallel` leaves
 
 
-@pytest.mark.parametrize("rule", [UCB1(), PUCT()])
-def test_walks_that_collide_on_a_small_tree_add_only_the_budget(rule):
+@pytest.mark.parametrize("rule, solver", [(UCB1(), False), (PUCT(), False), (UCB1(), True), (PUCT(), True)])
+def test_walks_that_collide_on_a_small_tree_add_only_the_budget(rule, solver):
     # Three empty squares: 15 positions below the root, fewer than the walks of one step,
     # so most walks end at a leaf another walk of the step found, or at a finished game.
     game = games.make("tictactoe")
@@ -434,13 +435,18 @@ def test_walks_that_collide_on_a_small_tree_add_only_the_budget(rule):
     def run():
         counted = Counted(RolloutEvaluator(game))
         tree = new_tree(game, roots, 201, make_keys(5, 2), with_prior=rule.uses_prior)
-        simulate(tree, game, counted, rule, 200, parallel=16)
+        simulate(tree, game, counted, rule, 200, parallel=16, solver=solver)
         calls.append(counted.positions)
         return tree
 
     ours, theirs = both(run)
-    for name in ("visits", "value_sum", "child_visits", "child_value_sum", "children", "pending", "next_node"):
+    for name in ("visits", "value_sum", "child_visits", "child_value_sum", "children", "pending", "next_node",
+                 *PROOF_FIELDS):
         assert torch.equal(getattr(ours, name), getattr(theirs, name)), name
+    assert bool(ours.proof.any()) == solver  # (proofs: the solver's, search/proofs.py)
+    if solver:  # the root is proven: later walks stop there (search/proofs.py)
+        assert int(ours.proof[0, 0]) != 0 and torch.equal(ours.visits[:, 0], torch.full((2,), 200.0))
+        return
     assert torch.equal(ours.root_visits().sum(dim=1), torch.full((2,), 200.0))
     assert not bool(ours.pending.any())
     assert int(ours.next_node.max()) <= 16 and calls[0] == calls[1] == int(ours.next_node.sum()) - 2
@@ -483,7 +489,8 @@ def test_gumbel_searches_the_same(considered, simulations, parallel, rescale):
         noise = gumbel_noise(make_keys(1, 5), game.num_actions)
         result = gumbel_search(tree, game, evaluator, rule, simulations, noise, considered=considered,
                                parallel=parallel)
-        return tree.root_visits(), tree.visits, tree.value_sum, tree.parent, result.action, result.policy
+        return (tree.root_visits(), tree.visits, tree.value_sum, tree.parent, tree.proof, tree.proof_plies,
+                tree.child_proof, result.action, result.policy)
 
     ours, theirs = both(run)
     for a, b in zip(ours[:-1], theirs[:-1]):

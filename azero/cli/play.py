@@ -150,7 +150,8 @@ def watch(game, first, second) -> int:
             return 0
         info = describe_analysis(game, analysis)
         session.play(int(analysis.action[0]))
-        say(f"{engine.name} plays {info['best_move']} (win-rate {info['winrate']:.0%})")
+        proof = f", {info['proof']}" if "proof" in info else ""
+        say(f"{engine.name} plays {info['best_move']} (win-rate {info['winrate']:.0%}{proof})")
         say(game.render(session.state))
     say(f"game over: {session.result_text()}")
     return 0
@@ -182,7 +183,8 @@ def terminal(game, engine, human: int) -> int:
                     session.play(int(analysis.action[0]))
                     line = f"{engine.name} plays {info['best_move']}"
                     if info["visits"]:
-                        line += f" (its win-rate {info['winrate']:.0%})"
+                        proof = f", {info['proof']}" if "proof" in info else ""
+                        line += f" (its win-rate {info['winrate']:.0%}{proof})"
                     say(line)
                     say(game.render(session.state))
         over = session.over or stopped == session.actions
@@ -232,6 +234,7 @@ def terminal(game, engine, human: int) -> int:
                 continue
             info = describe_analysis(game, analysis)
             extra = f", win-rate for you {info['winrate']:.0%}" if info["visits"] else ""
+            extra += f", {info['proof']}" if "proof" in info else ""
             say(f"hint: {info['best_move']}{extra}" + (f"; line: {' '.join(info['pv'][:6])}" if info["visits"] else ""))
         elif over:
             say("the game is over: type 'new', 'undo' or 'quit'")

@@ -27,6 +27,7 @@ from ..network import LOW_PRECISION_MIN_BATCH, PolicyValueNet, precision_problem
 from ..network_search import NetworkSearch
 from ..search import Tree, choose, search_with_budget
 from ..search.gumbel import chosen_action, deadline_stop
+from ..search.proofs import respect_proofs
 from ..search.settings import ALGORITHM_SETTINGS, DEFAULTS, SearchSettings, setting_options
 from ..search.tree import tree_bytes
 from .base import SIMULATIONS_ALLOWED, Analysis, Player
@@ -37,7 +38,8 @@ DEFAULT_SIMULATIONS = 200
 # The search settings a spec may set, by their names: the budget, the algorithm and its constants,
 # the arithmetic; the others are self-play's (root noise, temperature, tree reuse, cheap searches,
 # forced playouts), which a player does not use.
-SETTINGS = ("simulations", "algorithm", *ALGORITHM_SETTINGS["puct"], *ALGORITHM_SETTINGS["gumbel"], "precision")
+SETTINGS = ("simulations", "algorithm", *ALGORITHM_SETTINGS["puct"], *ALGORITHM_SETTINGS["gumbel"], "precision",
+            "solver")
 SHORT = {"simulations": "sims", "considered_actions": "considered"}  # the short spellings, also in players' names
 _PLAYER_HELP = {  # where the player's default is not the checkpoint's
     "simulations": f"search simulations a move, default {DEFAULT_SIMULATIONS} (gumbel: its plan; a time budget can "
@@ -120,7 +122,7 @@ class AZPlayer(Player):
         named = algorithm != "puct" or trained_with != "puct"
         self.spec = f"{name}:sims={self.simulations}" + (f",algorithm={algorithm}" if named else "")
         # the settings that change how it plays, where they differ from the defaults (a match's two names differ)
-        for setting, value in self.settings.differences(ALGORITHM_SETTINGS[algorithm] + ("precision",)).items():
+        for setting, value in self.settings.differences(ALGORITHM_SETTINGS[algorithm] + ("precision", "solver")).items():
             self.spec += f",{SHORT.get(setting, setting)}={_spec_text(value)}"
         self.spec += f",parallel={self.parallel}" if self.parallel != "auto" else ""
         self.spec += ",virtual_loss=true" if virtual_loss and algorithm == "puct" else ""  # Gumbel has no pending visits
@@ -155,15 +157,17 @@ class AZPlayer(Player):
             live = None
             if on_progress is not None:
                 def live(tree):
-                    on_progress(Analysis.from_tree(tree, tree.root_visits().argmax(dim=1), prior=prior))
+                    on_progress(Analysis.from_tree(tree, respect_proofs(tree, tree.root_visits().argmax(dim=1)),
+                                                   prior=prior))
             simulations = simulations if simulations is not None or seconds is not None else self.simulations
             tree = search_with_budget(
                 self.game, states, self.searcher.evaluator, self.searcher.rule, keys,
                 simulations=simulations, seconds=seconds, root_prior=prior, on_progress=live,
                 should_stop=should_stop, parallel=self.leaves_per_step(simulations), reuse=self._spare,
+                solver=self.settings.solver,
             )
             self._spare = tree if tree_bytes(tree) <= SPARE_TREE_BYTES else None
-        action = choose("robust", tree.root_visits(), tree.child_value_sum[:, 0])
+        action = respect_proofs(tree, choose("robust", tree.root_visits(), tree.child_value_sum[:, 0]))
         return Analysis.from_tree(tree, action, prior=prior)
 
     def _analyse_gumbel(self, states, keys, simulations, seconds, on_progress, should_stop) -> Analysis:

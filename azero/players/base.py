@@ -28,6 +28,7 @@ from games.keyed_random import fold, make_keys
 
 from ..search import Tree
 from ..search.memory import MAX_SIMULATIONS
+from ..search.proofs import root_proofs
 
 RESIGN = -2  # a player's answer for a game it gives up (NO_ACTION is -1)
 # The most one move may ask of a player: simulations (or rollouts, MAX_SIMULATIONS) and seconds of search.
@@ -45,6 +46,9 @@ class Analysis:
     value:   float [B]     value of the position for the player to move, in [-1, 1]
     pv:      list of B lists of actions (principal variations)
     prior:   float [B, A] or None
+    proof:   int8  [B, A] or None  each move's proven result for the player to move (search/proofs.py:
+                                   0 unknown, LOST 1, DRAWN 2, WON 3)
+    proof_plies: long [B, A] or None  the plies to the end of the game after a proven move, itself included
     """
 
     action: torch.Tensor
@@ -53,9 +57,12 @@ class Analysis:
     value: torch.Tensor
     pv: list[list[int]]
     prior: torch.Tensor | None = None
+    proof: torch.Tensor | None = None
+    proof_plies: torch.Tensor | None = None
 
     @staticmethod
     def from_tree(tree: Tree, action: torch.Tensor, prior: torch.Tensor | None = None) -> "Analysis":
+        proof, plies = root_proofs(tree)
         return Analysis(
             action=action,
             visits=tree.root_visits().clone(),
@@ -63,6 +70,8 @@ class Analysis:
             value=tree.root_value().clone(),
             pv=[tree.principal_variation(i) for i in range(tree.batch_size)],
             prior=prior,
+            proof=proof.clone(),
+            proof_plies=plies,
         )
 
 

@@ -1,4 +1,5 @@
-"""`uct:ITERATIONS`: plain random-rollout UCT (UCB1 selection, random playouts)."""
+"""`uct:ITERATIONS`: plain random-rollout UCT (UCB1 selection, random playouts); with
+`solver=true`, MCTS-Solver's proofs in its tree (search/proofs.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from games.options import Option, read_option
 from ..errors import UserError
 from ..search import CRITERIA, UCB1, RolloutEvaluator, Tree, choose, search, search_with_budget, simulate
 from ..search.final import max_robust_exists
+from ..search.proofs import respect_proofs
 from ..search.selection import MAX_C
 from ..search.tree import tree_bytes
 from .base import MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
@@ -25,6 +27,9 @@ OPTIONS = {
                     help="how the move is chosen among the root's children"),
     "parallel": PARALLEL,
     "virtual_loss": VIRTUAL_LOSS,
+    "solver": Option(False, bool, metavar="true|false",
+                     help="prove wins, losses and draws in the tree (MCTS-Solver, search.solver); off unless "
+                          "given: uct: is the classic baseline, as the scalar reference plays it"),
     "seconds": SECONDS,
     "seed": SEED,
 }
@@ -38,7 +43,8 @@ class UCTPlayer(Player):
     iteration, a uniformly random rollout, the result backed up (1 / 0.5 / 0)."""
 
     def __init__(self, game, iterations=1000, c=math.sqrt(2.0), final="robust", seed=0, max_robust_extra=0.5,
-                 parallel: str | int = "auto", virtual_loss: bool = True, seconds: float | None = None):
+                 parallel: str | int = "auto", virtual_loss: bool = True, seconds: float | None = None,
+                 solver: bool = False):
         super().__init__(game, seed)
         final = read_option("uct: option final", OPTIONS["final"], final, error=UserError)
         self.parallel = read_option("uct: option parallel", OPTIONS["parallel"], str(parallel), error=UserError)
@@ -46,10 +52,12 @@ class UCTPlayer(Player):
         self.stated_simulations = iterations
         self.max_robust_extra = max_robust_extra
         self.rule = UCB1(c, virtual_loss=virtual_loss)
+        self.solver = solver
         self.evaluator = RolloutEvaluator(game)
         options = ([f"c={c:g}"] if c != math.sqrt(2.0) else []) + ([f"final={final}"] if final != "robust" else [])
         options += ([f"parallel={self.parallel}"] if self.parallel != "auto" else [])
-        options += ([] if virtual_loss else ["virtual_loss=false"]) + ([f"seconds={seconds:g}"] if seconds else [])
+        options += ([] if virtual_loss else ["virtual_loss=false"]) + (["solver=true"] if solver else [])
+        options += [f"seconds={seconds:g}"] if seconds else []
         self.spec = f"uct:{iterations}" + (":" + ",".join(options) if options else "")
         self.seconds = self.stated_seconds = seconds
         self._spare: Tree | None = None  # the last search's tree, whose memory the next one reuses
@@ -68,13 +76,14 @@ class UCTPlayer(Player):
                 self.game, states, self.evaluator, self.rule, keys,
                 simulations=simulations, seconds=seconds, on_progress=_live(on_progress, self),
                 should_stop=should_stop, parallel=self.leaves_per_step(simulations), reuse=self._spare,
+                solver=self.solver,
             )
             self._keep(tree)
             final = "robust" if self.final == "max-robust" else self.final
             return Analysis.from_tree(tree, self._choose(final, tree))
         extra = int(self.iterations * self.max_robust_extra) if self.final == "max-robust" else 0
         tree = search(self.game, states, self.evaluator, self.rule, self.iterations, keys, extra_capacity=extra,
-                      reuse=self._spare, parallel=self.leaves_per_step(self.iterations))
+                      reuse=self._spare, parallel=self.leaves_per_step(self.iterations), solver=self.solver)
         self._keep(tree)
         if self.final == "max-robust":
             action = self._search_until_max_robust(tree, extra)
@@ -88,8 +97,10 @@ class UCTPlayer(Player):
         self._spare = tree if tree_bytes(tree) <= SPARE_TREE_BYTES else None
 
     def _choose(self, criterion: str, tree: Tree) -> torch.Tensor:
-        """The root move by `criterion`; ties in visits go to the child expanded first (classic UCT)."""
-        return choose(criterion, tree.root_visits(), tree.child_value_sum[:, 0], c=self.c, created=tree.children[:, 0])
+        """The root move by `criterion`; ties in visits go to the child expanded first (classic UCT); the
+        root's proofs respected (search/proofs.py)."""
+        return respect_proofs(tree, choose(criterion, tree.root_visits(), tree.child_value_sum[:, 0], c=self.c,
+                                           created=tree.children[:, 0]))
 
     def _search_until_max_robust(self, tree: Tree, extra: int) -> torch.Tensor:
         """Search on in chunks while some tree has no child with both most visits and best mean.
@@ -105,10 +116,11 @@ class UCTPlayer(Player):
             decided[ok] = choose("max-robust", tree.root_visits()[ok], tree.child_value_sum[ok, 0])
             if bool((decided >= 0).all()) or spent + chunk > extra:
                 break
-            simulate(tree, self.game, self.evaluator, self.rule, chunk, parallel=self.leaves_per_step(self.iterations))
+            simulate(tree, self.game, self.evaluator, self.rule, chunk, parallel=self.leaves_per_step(self.iterations),
+                     solver=self.solver)
             spent += chunk
         robust = self._choose("robust", tree)
-        return torch.where(decided >= 0, decided, robust)
+        return respect_proofs(tree, torch.where(decided >= 0, decided, robust))
 
     def act(self, states, keys=None):
         return self.analyse(states, keys).action
@@ -124,7 +136,8 @@ class UCTPlayer(Player):
         rollouts, self.evaluator = self.evaluator, _draws
         try:
             self.analyse(state, keys, simulations=steps)  # the kind a clock runs
-            search(self.game, state, self.evaluator, self.rule, steps, keys, parallel=self.leaves_per_step(steps))
+            search(self.game, state, self.evaluator, self.rule, steps, keys, parallel=self.leaves_per_step(steps),
+                   solver=self.solver)
         finally:
             self.evaluator = rollouts
             self._spare = None  # (a tree of the stand-in's values)
@@ -144,11 +157,12 @@ def _live(on_progress, player):
         return None
 
     def callback(tree):
-        on_progress(Analysis.from_tree(tree, tree.root_visits().argmax(dim=1)))
+        on_progress(Analysis.from_tree(tree, respect_proofs(tree, tree.root_visits().argmax(dim=1))))
 
     return callback
 
 
 def build(game, iterations, options, *, device, seed) -> UCTPlayer:
     return UCTPlayer(game, iterations, c=options["c"], final=options["final"], seed=seed,
-                     parallel=options["parallel"], virtual_loss=options["virtual_loss"], seconds=options["seconds"])
+                     parallel=options["parallel"], virtual_loss=options["virtual_loss"], seconds=options["seconds"],
+                     solver=options["solver"])

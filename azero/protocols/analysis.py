@@ -11,7 +11,10 @@ default empty), simulations or seconds (default: the engine's budget), top (how 
 moves to list, default 5). Budgets are limited (azero/players/base.py: simulations
 1..100,000,000, seconds up to 3600; a search given simulations alone also stops after
 3600 seconds) and a search's tree by the tree memory limit (azero/search/memory.py).
-An engine that resigns (an external one, `gtp:...`) answers "best_move": "resign". A bad
+A move the search proved (search.solver) carries "proof": "wins in 3" ("loses in N", "draws in
+N": plies to the end, the move included), and so does the answer when its best move is
+proven (session.describe_analysis). An engine that resigns (an external one, `gtp:...`)
+answers "best_move": "resign". A bad
 request gets {"id": ..., "error": "..."}, naming the limit where it is one, and the engine
 keeps reading. {"id": ..., "quit": true} or the end of input stops it.
 """

@@ -29,6 +29,11 @@ whose selection has no pending visits, takes K > 1 only with imposed root action
 walk (sequential halving gives each walk of a step a different root move, and walks below
 different root moves cannot meet).
 
+Proven results (search/proofs.py, MCTS-Solver): a walk that reaches a node proven won, lost
+or drawn stops there as at a finished game and backs up the proven value, and the rules never
+choose a child proven lost; with `solver` (simulate's), the new leaves that are finished games
+are proven and their ancestors settled.
+
 On a CPU, with UCB1, PUCT or Gumbel, the walks and the backup run as compiled loops over
 the trees (search/kernels.py) with the same rules as the torch form below (children whose
 scores tie to within float32 rounding may be ordered differently: the compiled loops' logarithms
@@ -49,6 +54,7 @@ from games.keyed_random import step_keys, uniform_draw
 
 from . import kernels
 from .kernels import Leaves
+from .proofs import DRAWN, LOST, UNKNOWN, record_finished
 from .selection import NodeView
 from .tree import ROOT, Tree
 
@@ -124,6 +130,7 @@ def _node_view(tree: Tree, flat: torch.Tensor, uniform_draw: torch.Tensor, activ
         child_pending=child_pending,
         raw_value=raw_value,
         root=root,
+        lost=_rows(tree.child_proof, flat) == LOST,
     )
 
 
@@ -136,9 +143,14 @@ def simulate(
     *,
     parallel: int = 1,
     root_action: RootAction | None = None,
+    solver: bool = False,
 ) -> Tree:
     """Run `num_simulations` simulations in each of the B trees (in place), gathering up to
     `parallel` leaves per tree for each evaluator call; returns the tree.
+
+    solver: prove the finished games the walks reach and settle their ancestors (MCTS-Solver,
+    search/proofs.py; the search setting `solver`). Proofs already in the tree are honoured
+    either way: walks stop at proven nodes, the rules skip children proven lost.
 
     root_action: the actions the walks take at each root instead of the rule's choice (NO_ACTION:
     the rule's): long [B], the first action of every walk of tree b; or long [B, W] (W <=
@@ -161,7 +173,7 @@ def simulate(
     # evaluator's weights during the call: a network looks its inference module up once.
     fixed = getattr(evaluator, "fixed_weights", contextlib.nullcontext)
     with torch.inference_mode(), fixed():
-        return _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_action)
+        return _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_action, solver)
 
 
 def _budgets(tree: Tree, num_simulations: int, parallel: int):
@@ -181,9 +193,9 @@ def _budgets(tree: Tree, num_simulations: int, parallel: int):
         yield remaining.clamp_(min=0, max=parallel)
 
 
-def _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_action=None) -> Tree:
+def _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_action=None, solver=False) -> Tree:
     needs_keys = getattr(evaluator, "uses_keys", True)
-    walker = kernels.Walker(tree, rule, parallel) if kernels.supports(rule, tree) else None
+    walker = kernels.Walker(tree, rule, parallel, solver) if kernels.supports(rule, tree) else None
     for budget in _budgets(tree, num_simulations, parallel):
         first = root_action(budget) if callable(root_action) else root_action
         if first is not None and first.dim() == 2:  # one walk per action
@@ -201,7 +213,8 @@ def _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_actio
             _expand(tree, game, evaluator, leaves, leaves.keys if needs_keys else None, walker)
         else:
             leaves, rounds = _gather(tree, rule, budget.to(tree.visits.device), parallel > 1, needs_keys, first)
-            value = _expand(tree, game, evaluator, leaves, leaves.keys if needs_keys else None)
+            value = _expand(tree, game, evaluator, leaves, leaves.keys if needs_keys else None,
+                            solver=solver)
             _backup_rounds(tree, rounds, value)
     return tree
 
@@ -245,8 +258,11 @@ def _gather(tree: Tree, rule: Rule, budget: torch.Tensor, track_pending: bool, l
             tree, rule, base, active, keys if rule.uses_uniform else None, track_pending, first)
         expanding = expand_action >= 0
         ends = active & ~expanding & ~collide
-        if bool(ends.any()):  # finished games: back up their results now
-            value = tree.terminal_value.view(-1).index_select(0, base + last)
+        if bool(ends.any()):  # finished games and proven nodes: back up their values now
+            at = base + last
+            value = torch.where(tree.terminal.view(-1).index_select(0, at), tree.terminal_value.view(-1).index_select(0, at),
+                                (tree.proof.view(-1).index_select(0, at).float() - DRAWN)
+                                * tree.mover_sign.view(-1).index_select(0, at))
             _backup(tree, path, edges, value, ends)
         leaf_rows = expanding.nonzero().squeeze(1)
         if leaf_rows.numel():
@@ -306,7 +322,8 @@ def _walk(tree: Tree, rule: Rule, base: torch.Tensor, active: torch.Tensor, keys
                 action = torch.where(root_action >= 0, root_action, action)
         edge = flat * actions + action
         child = tree.children.view(-1).index_select(0, edge).long()
-        open_node = walking & ~tree.terminal.view(-1).index_select(0, flat)
+        open_node = walking & ~tree.terminal.view(-1).index_select(0, flat) & (
+            tree.proof.view(-1).index_select(0, flat) == UNKNOWN)  # (a proven node ends the walk as a finished game)
         exists = child >= 0
         if with_pending:  # a child without visits is a leaf an earlier walk of this step found
             unvisited = tree.visits.view(-1).index_select(0, base + child.clamp(min=0)) == 0
@@ -355,7 +372,7 @@ def _backup_rounds(tree: Tree, rounds: list, value: torch.Tensor) -> None:
 
 
 def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: torch.Tensor | None,
-            walker: "kernels.Walker | None" = None) -> torch.Tensor | None:
+            walker: "kernels.Walker | None" = None, solver: bool = False) -> torch.Tensor | None:
     """Compute the leaves' positions (one `game.step`, or the game's compiled expansion),
     write their fields and evaluate them.
 
@@ -366,7 +383,8 @@ def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: 
     (`evaluate_encoded`: the network's; the encoding is skipped for one with `reads_planes`
     False, the bench's trivial evaluator). Returns the values float [n], first player's
     view; with a walker (the compiled loops) nothing: its `finish` writes the fields and backs
-    up the whole step in one call after the evaluation.
+    up the whole step in one call after the evaluation. solver: prove the leaves that are
+    finished games and settle their ancestors (search/proofs.py; the walker has its own).
     """
     if leaves.rows.numel() == 0:
         if walker is not None:
@@ -408,6 +426,8 @@ def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: 
     put(tree.legal, legal)
     put(tree.terminal, done)
     put(tree.terminal_value, result)
+    if solver and bool(done.any()):
+        record_finished(tree, new_flat[done])
     leaf_value = torch.where(done, result, leaf_value)
     if tree.prior is not None:
         if prior is None:

@@ -36,6 +36,7 @@ from games.keyed_random import uniform
 
 from . import kernels
 from .engine import Evaluator, simulate
+from .proofs import proven_target, respect_proofs
 from .selection import Gumbel, NodeView, legal_scores
 from .tree import ROOT, Tree, room_for
 
@@ -190,10 +191,13 @@ def considered_counts(legal: torch.Tensor, considered: int) -> torch.Tensor:
 
 
 def chosen_action(tree: Tree, rule: Gumbel, gumbel: torch.Tensor) -> torch.Tensor:
-    """long [B]: the move to play, the best by g + logits + sigma(q_hat) among the most visited root moves."""
+    """long [B]: the move to play, the best by g + logits + sigma(q_hat) among the most visited root moves;
+    where the root's moves are proven (search/proofs.py), the fastest win, else never a lost move
+    while one is not lost (the best of the most visited such moves)."""
     visits, legal = tree.child_visits[:, ROOT], tree.legal[:, ROOT]
     most = visits.masked_fill(~legal, -1.0).amax(dim=1)
-    return _best_with_visits(root_scores(tree, rule, gumbel), visits, most, legal)
+    scores = root_scores(tree, rule, gumbel)
+    return respect_proofs(tree, _best_with_visits(scores, visits, most, legal), scores)
 
 
 def round_actions(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, target: torch.Tensor, lengths: torch.Tensor,
@@ -228,8 +232,9 @@ def round_actions(tree: Tree, rule: Gumbel, gumbel: torch.Tensor, target: torch.
 
 
 def improved_policy(tree: Tree, rule: Gumbel) -> torch.Tensor:
-    """float [B, A]: the training target softmax(logits + sigma(completed Q)) at each root."""
-    return rule.improved_policy(root_view(tree))
+    """float [B, A]: the training target softmax(logits + sigma(completed Q)) at each root, the root's
+    proofs applied (proofs.proven_target: all of it on the fastest wins; none on lost moves)."""
+    return proven_target(tree, rule.improved_policy(root_view(tree)))
 
 
 @dataclass(frozen=True)
@@ -254,6 +259,7 @@ def gumbel_search(
     chunk: int = 32,
     on_progress: Callable[[Tree], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    solver: bool = False,
 ) -> GumbelResult:
     """Run `simulations` simulations of Gumbel AlphaZero in each tree (fresh trees with priors
     and root values) and return the move and the training target of each. The search is in
@@ -265,7 +271,9 @@ def gumbel_search(
     each for several root moves) that go to the evaluator together, at most this many a tree
     (`round_actions`: the same search as one at a time). `on_progress(tree)` is called and
     `should_stop()` asked after every `chunk` simulations (at least `parallel`); a search
-    stopped early plays the best of its most visited moves.
+    stopped early plays the best of its most visited moves. solver: prove results in the tree
+    (MCTS-Solver, engine.simulate's `solver`); the move returned and the policy follow the root's
+    proofs (`chosen_action`, `improved_policy`).
     """
     if tree.prior is None:
         raise ValueError("a Gumbel search needs a tree with priors (new_tree(with_prior=True))")
@@ -302,7 +310,7 @@ def gumbel_search(
             table, runs = (t.to(tree.visits.device)
                            for t in schedule_columns(rows, simulations, first, min(simulations, first + width)))
         tree = room_for(tree, step, simulations + 1)  # a tree that started small grows
-        simulate(tree, game, evaluator, rule, step, parallel=parallel, root_action=next_root_actions)
+        simulate(tree, game, evaluator, rule, step, parallel=parallel, root_action=next_root_actions, solver=solver)
         searched += step
         if on_progress is not None:
             on_progress(tree)

@@ -38,11 +38,13 @@ from games import kernels as _games_kernels
 from games.base import Expansion
 from games.kernels import Entries, hash_one, njit
 
+from .proofs import DRAWN, LOST, UNKNOWN, WON
 from .rule_kernels import _PARAMS, _first_max, _gumbel_sigma, _legal_score, rule_params, select_child
 
 TERMINAL, NEW_LEAF, COLLISION = 0, 1, 2  # how a walk down a tree ends
 _INF = np.float32(np.inf)
 _TINY = np.float32(np.finfo(np.float32).tiny)
+_FAR = np.int64(1 << 30)  # more plies than any game lasts (proofs.node_proofs)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -77,11 +79,61 @@ def _add_value(base, node, value, pending_delta, tree):  # pragma: no cover - co
         node = up
 
 
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _settle(base, node, tree):  # pragma: no cover - compiled; proofs.settle for one newly proven node
+    """The ancestors of `node` (just proven) proven where their children now prove them
+    (proofs.node_proofs), up the path until one's proof stays as it was."""
+    proof, proof_plies, parent, moved, children = tree.proof, tree.proof_plies, tree.parent, tree.action, tree.children
+    child_proof, legal, mover_sign = tree.child_proof, tree.legal, tree.mover_sign
+    actions = children.shape[1]
+    up = parent[base + node]
+    while up >= 0:
+        flat = base + up
+        any_legal, settled, won, drawn = False, True, False, False
+        win, draw, loss = _FAR, _FAR, np.int64(-1)
+        chooser = np.float32(0.0)
+        for a in range(actions):
+            if legal[flat, a] == 0:
+                continue
+            any_legal = True
+            known = child_proof[flat, a]
+            if known == UNKNOWN:
+                settled = False
+                continue
+            child = base + children[flat, a]
+            plies = np.int64(proof_plies[child])
+            chooser = mover_sign[child]
+            if known == WON:
+                won = True
+                win = min(win, plies)
+            elif known == DRAWN:
+                drawn = True
+                draw = min(draw, plies)
+            else:
+                loss = max(loss, plies)
+        if won:
+            result, count = WON, win + 1
+        elif settled and any_legal:
+            result, count = (DRAWN, draw + 1) if drawn else (LOST, loss + 1)
+        else:
+            break
+        if chooser != mover_sign[flat]:
+            result = 4 - result
+        if proof[flat] == result and np.int64(proof_plies[flat]) == count:
+            break
+        proof[flat] = result
+        proof_plies[flat] = count
+        grand = parent[flat]
+        if grand >= 0:
+            child_proof[base + grand, moved[flat]] = result
+        up = grand
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def _gather(rule, tree, keys, next_node, budget, root_action, capacity, leaves, collisions,
             counts):  # pragma: no cover - compiled; the walks of one step of engine._simulate
     children, visits, terminal, terminal_value = tree.children, tree.visits, tree.terminal, tree.terminal_value
-    parent, moved = tree.parent, tree.action
+    parent, moved, proof, mover_sign = tree.parent, tree.action, tree.proof, tree.mover_sign
     leaf_rows, leaf_nodes, leaf_parents, leaf_actions = leaves.rows, leaves.nodes, leaves.parents, leaves.actions
     collision_rows, collision_nodes = collisions.rows, collisions.nodes
     leaf_keys, leaf_flat, leaf_parent_flat = leaves.keys, leaves.flat, leaves.parent_flat
@@ -107,7 +159,7 @@ def _gather(rule, tree, keys, next_node, budget, root_action, capacity, leaves, 
             action = 0
             while True:
                 flat = base + node
-                if terminal[flat]:  # a finished game: its result is the value
+                if terminal[flat] or proof[flat] != UNKNOWN:  # a finished game or a proven node: its value is known
                     break
                 if depth == 0 and root_action[b, walk] >= 0:  # chosen by the caller (Gumbel's sequential halving)
                     action = root_action[b, walk]
@@ -124,7 +176,10 @@ def _gather(rule, tree, keys, next_node, budget, root_action, capacity, leaves, 
                 node = child
                 depth += 1
             if end == TERMINAL:
-                _add_value(base, node, terminal_value[base + node], np.float32(0.0), tree)
+                flat = base + node
+                value = (terminal_value[flat] if terminal[flat]
+                         else np.float32(proof[flat] - DRAWN) * mover_sign[flat])  # (a proven value: first player's view)
+                _add_value(base, node, value, np.float32(0.0), tree)
                 found += 1
             elif end == NEW_LEAF:
                 new = next_node[b]
@@ -157,10 +212,11 @@ def _gather(rule, tree, keys, next_node, budget, root_action, capacity, leaves, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _record(rows, new, capacity, expansion, value, prior, has_prior, with_prior,
+def _record(rows, new, capacity, expansion, value, prior, has_prior, with_prior, solver,
             tree):  # pragma: no cover - compiled; engine._expand's bookkeeping for the new leaves, after their evaluation
     mover_sign, legal_of, terminal, terminal_value = tree.mover_sign, tree.legal, tree.terminal, tree.terminal_value
     q_sign, prior_of, raw_value = tree.q_sign, tree.prior, tree.raw_value
+    proof, proof_plies, child_proof, parent, moved = tree.proof, tree.proof_plies, tree.child_proof, tree.parent, tree.action
     legal, done, result, to_play, parent_to_play = (expansion.legal, expansion.done, expansion.result, expansion.to_play,
                                                   expansion.parent_to_play)
     actions = legal.shape[1]
@@ -176,6 +232,14 @@ def _record(rows, new, capacity, expansion, value, prior, has_prior, with_prior,
         terminal_value[flat] = result[i]
         if done[i]:  # a finished game's value is its result
             value[i] = result[i]
+            if solver:  # proven (proofs.terminal_proofs), and its ancestors settled
+                signed = result[i] * mover
+                proven = WON if signed > 0 else LOST if signed < 0 else DRAWN
+                proof[flat] = proven
+                proof_plies[flat] = 0
+                base = rows[i] * capacity
+                child_proof[base + parent[flat], moved[flat]] = proven
+                _settle(base, new[i], tree)
         if with_prior:  # PUCT's and Gumbel's fields
             q_sign[flat] = mover * np.float32(1 - 2 * to_play[i])
             if has_prior:
@@ -198,9 +262,9 @@ def _backup(leaf_rows, leaf_nodes, values, leaves, collisions, collision_count, 
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _finish(rows, new, capacity, expansion, value, prior, has_prior, with_prior, collisions, collision_count,
+def _finish(rows, new, capacity, expansion, value, prior, has_prior, with_prior, solver, collisions, collision_count,
             tree):  # pragma: no cover - compiled; _record, then _backup, in one call
-    _record(rows, new, capacity, expansion, value, prior, has_prior, with_prior, tree)
+    _record(rows, new, capacity, expansion, value, prior, has_prior, with_prior, solver, tree)
     _backup(rows, new, value, rows.shape[0], collisions, collision_count, capacity, tree)
 
 
@@ -284,7 +348,7 @@ class Walker:
     tree up to `parallel` times; `finish` writes the new leaves' fields and adds their values.
     Leaves and collisions are at most B * parallel per step."""
 
-    def __init__(self, tree, rule, parallel: int = 1):
+    def __init__(self, tree, rule, parallel: int = 1, solver: bool = False):
         batch, capacity = tree.batch_size, tree.capacity
         self.tree, self.capacity = tree, capacity
         most = batch * parallel
@@ -303,6 +367,7 @@ class Walker:
         self.params = rule_params(rule)
         self.arrays = tree_arrays(tree)
         self.with_prior = tree.prior is not None
+        self.solver = bool(solver)  # prove the finished games the walks reach (search/proofs.py)
         self.no_prior = np.zeros((1, tree.num_actions), np.float32)  # finish's prior when the evaluator gives none
         self.no_planes = np.zeros((1, 1, 1), np.float32)  # (the bookkeeping reads no planes)
         self.keys, self.next_node = tree.keys.numpy(), tree.next_node.numpy()
@@ -372,7 +437,7 @@ class Walker:
                                   to_play.contiguous().numpy(), parent_to_play.contiguous().numpy(),
                                   done.contiguous().view(torch.uint8).numpy())
         prior_np = prior.to(torch.float32).contiguous().numpy() if has_prior else self.no_prior
-        args = (rows, nodes, self.capacity, expansion, values, prior_np, has_prior, self.with_prior,
+        args = (rows, nodes, self.capacity, expansion, values, prior_np, has_prior, self.with_prior, self.solver,
                 self.collisions_np, self.collisions, self.arrays)
         if own and arrays is not None and self.gather_key is not None:  # (a compiled expansion's arrays: their types are fixed)
             _FINISH((type(self.arrays), prior_np.ndim), *args)

@@ -20,12 +20,14 @@ import numpy as np
 
 from games.kernels import hash_one, njit, nth_of, overload
 
+from .proofs import LOST
 from .selection import LOWEST_SCORE, PUCT, RESCALE_EPSILON, UCB1, Gumbel
 
 _INF = np.float32(np.inf)
 _TINY = np.float32(np.finfo(np.float32).tiny)
 _RESCALE_EPSILON = np.float32(RESCALE_EPSILON)
 _LOWEST = np.float32(LOWEST_SCORE)
+_PROVEN_LOST = np.int8(LOST)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -146,7 +148,8 @@ def _gumbel_sigma(flat, tree, raw, rule, out):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _gumbel_scores(flat, tree, raw, rule, out):  # pragma: no cover - compiled
-    """out[a] = pi'(a) - N(a) / (1 + sum N) at node `flat`, -inf where illegal (selection.Gumbel.scores).
+    """out[a] = pi'(a) - N(a) / (1 + sum N) at node `flat`, -inf where illegal or proven lost for the
+    chooser (selection.Gumbel.scores).
 
     pi' = softmax(log prior + sigma) is computed as prior * exp(sigma - max sigma), normalised:
     the same policy (but for float32 rounding) without a logarithm, and with one exponential
@@ -172,8 +175,9 @@ def _gumbel_scores(flat, tree, raw, rule, out):  # pragma: no cover - compiled
             weight = np.exp(out[a] - top) if child_visits[flat, a] > 0 else shared
             out[a] = max(prior[flat, a], _TINY) * weight
             mass += out[a]
+    child_proof = tree.child_proof
     for a in range(actions):
-        if legal[flat, a] != 0:
+        if legal[flat, a] != 0 and child_proof[flat, a] != _PROVEN_LOST:  # (selection.drop_lost)
             out[a] = _legal_score(out[a] / mass - child_visits[flat, a] / (np.float32(1.0) + total))
         else:
             out[a] = -_INF
@@ -198,7 +202,7 @@ def _pending_children(tree, flat, base, flight):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _select_ucb1(rule, tree, flat, base, key, depth, flight, scores):  # pragma: no cover - compiled; UCB1.select
     children, visits, legal = tree.children, tree.visits, tree.legal
-    child_visits, child_value_sum = tree.child_visits, tree.child_value_sum
+    child_visits, child_value_sum, child_proof = tree.child_visits, tree.child_value_sum, tree.child_proof
     actions = children.shape[1]
     n_parent = max(visits[flat] + _pending_children(tree, flat, base, flight), np.float32(1.0))
     action = 0
@@ -223,7 +227,8 @@ def _select_ucb1(rule, tree, flat, base, key, depth, flight, scores):  # pragma:
             else:
                 mean = child_value_sum[flat, a] / max(child_visits[flat, a], np.float32(1.0))
             score = mean + weight * (np.float32(1.0) / np.sqrt(n))
-            scores[a] = _legal_score(score) if total != 0 else -_INF
+            # (a child proven lost scores as an illegal move: selection.drop_lost)
+            scores[a] = _legal_score(score) if total != 0 and child_proof[flat, a] != _PROVEN_LOST else -_INF
         action = _first_max(scores, actions)
     return action
 
@@ -232,6 +237,7 @@ def _select_ucb1(rule, tree, flat, base, key, depth, flight, scores):  # pragma:
 def _select_puct(rule, tree, flat, base, key, depth, flight, scores):  # pragma: no cover - compiled; PUCT.select
     children, visits, value_sum, q_sign = tree.children, tree.visits, tree.value_sum, tree.q_sign
     child_visits, child_value_sum, prior, legal = tree.child_visits, tree.child_value_sum, tree.prior, tree.legal
+    child_proof = tree.child_proof
     actions = children.shape[1]
     n_parent = max(visits[flat] + _pending_children(tree, flat, base, flight), np.float32(1.0))
     w = np.log1p((n_parent + np.float32(1.0)) * np.float32(1.0 / rule.c_base)) + np.float32(rule.c_init)
@@ -246,7 +252,8 @@ def _select_puct(rule, tree, flat, base, key, depth, flight, scores):  # pragma:
             done = child_visits[flat, a]
             exploit = child_value_sum[flat, a] / (done * w) if done > 0 else fpu
         score = exploit + prior[flat, a] / (n + np.float32(1.0))
-        scores[a] = _legal_score(score) if legal[flat, a] != 0 else -_INF
+        # (a child proven lost scores as an illegal move: selection.drop_lost)
+        scores[a] = _legal_score(score) if legal[flat, a] != 0 and child_proof[flat, a] != _PROVEN_LOST else -_INF
     forced = rule.forced_playouts
     if depth == 0 and forced > 0:  # forced playouts (selection.PUCT._forced): visited root moves short first
         root_total = np.float32(0.0)  # the visits counting those in flight, n + o, as in selection.py
@@ -254,7 +261,8 @@ def _select_puct(rule, tree, flat, base, key, depth, flight, scores):  # pragma:
             root_total += child_visits[flat, a] + flight[a]
         for a in range(actions):
             n = child_visits[flat, a] + flight[a]
-            if legal[flat, a] != 0 and n > 0 and n < np.sqrt(np.float32(forced) * prior[flat, a] * root_total):
+            if (legal[flat, a] != 0 and n > 0 and n < np.sqrt(np.float32(forced) * prior[flat, a] * root_total)
+                    and child_proof[flat, a] != _PROVEN_LOST):
                 scores[a] = _INF
     return _first_max(scores, actions)
 

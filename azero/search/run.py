@@ -33,6 +33,7 @@ def search(
     extra_capacity: int = 0,
     reuse: Tree | None = None,
     parallel: int = 1,
+    solver: bool = False,
 ) -> Tree:
     """Search each root with `num_simulations` simulations; returns the trees.
 
@@ -40,7 +41,8 @@ def search(
     root_prior: float [B, A] (e.g. the network's policy with Dirichlet noise);
     extra_capacity: room for this many more nodes in the tree returned (for searching on);
     reuse: an earlier tree nobody reads any more, whose memory the new one may take;
-    parallel: leaves gathered per tree for each evaluator call (search/engine.py).
+    parallel: leaves gathered per tree for each evaluator call (search/engine.py);
+    solver: prove results in the tree (MCTS-Solver, engine.simulate's `solver`).
 
     A search that fits in INITIAL_TREE_BYTES gets its whole tree at once; a bigger one
     starts there and grows as its simulations add nodes, so its memory follows the
@@ -62,7 +64,7 @@ def search(
         if step < min(left, MIN_NODES) and tree.capacity < needed:  # (nearly) full: grow
             tree = grow(tree, min(needed, 2 * tree.capacity))
             continue
-        simulate(tree, game, evaluator, rule, step, parallel=parallel)
+        simulate(tree, game, evaluator, rule, step, parallel=parallel, solver=solver)
         done += step
     if extra_capacity:
         tree = grow(tree, needed)
@@ -84,12 +86,14 @@ def search_with_budget(
     should_stop=None,
     parallel: int = 1,
     reuse: Tree | None = None,
+    solver: bool = False,
 ) -> Tree:
     """Search until `simulations` are done, or until `seconds` pass (at least one chunk; no
     chunk is begun that the last one's duration says would end past the deadline), or until
     `should_stop()` says so; the tree grows as needed. `on_progress(tree)` is called after
     every chunk (live analysis); a chunk is at least `parallel` simulations. `reuse`: an
     earlier tree nobody reads any more, whose memory (and size, if larger) the new one takes.
+    solver: prove results in the tree (MCTS-Solver, engine.simulate's `solver`).
 
     Memory (search/memory.py): simulations the tree memory limit cannot hold are refused
     before anything is allocated; a search bounded by time alone stops at the limit.
@@ -118,7 +122,7 @@ def search_with_budget(
         if step <= 0:  # at the memory limit: search no further
             break
         began = time.monotonic()
-        simulate(tree, game, evaluator, rule, step, parallel=parallel)
+        simulate(tree, game, evaluator, rule, step, parallel=parallel, solver=solver)
         done += step
         if on_progress is not None:
             on_progress(tree)

@@ -18,6 +18,10 @@ child whose only visits are in flight is not untried (UCB1) and has no mean of i
 without virtual loss (UCB1 counts it a draw; PUCT gives it the first-play urgency).
 Without pending visits (None, or all zero) the scores are exactly the sequential ones.
 Gumbel's search walks one leaf per tree at a time (its root schedule is sequential).
+
+Proofs (search/proofs.py): every rule scores a child proven lost for the chooser -inf, as an
+illegal move (`drop_lost`; NodeView.lost); whether a search proves anything is the search's
+choice (engine.simulate's `solver`), not the rule's.
 """
 
 from __future__ import annotations
@@ -71,6 +75,8 @@ class NodeView(NamedTuple):
     raw_value:       float [B] or None  the evaluator's value of the node for the player
                                    choosing there (trees with priors)
     root:            bool          the node is each tree's root
+    lost:            bool  [B, A] or None  the children proven lost for the chooser (search/proofs.py):
+                                   never chosen (None: none is)
     """
 
     visits: torch.Tensor
@@ -85,6 +91,13 @@ class NodeView(NamedTuple):
     child_pending: torch.Tensor | None = None
     raw_value: torch.Tensor | None = None
     root: bool = False
+    lost: torch.Tensor | None = None
+
+
+def drop_lost(scores: torch.Tensor, view: NodeView) -> torch.Tensor:
+    """`scores` (float [B, A]) with the children proven lost for the chooser at -inf, as illegal
+    moves, in place (the solver's; an unproven node always has a move that is not lost)."""
+    return scores if view.lost is None else scores.masked_fill_(view.lost, -math.inf)
 
 
 def _with_pending(view: NodeView, virtual_loss: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -118,7 +131,7 @@ class UCB1:
         n = child_n.clamp(min=1)
         mean = 0.5 * (value_sum / (n if self.virtual_loss else done.clamp(min=1)) + 1.0)
         explore = self.c * torch.sqrt(torch.log(parent_n.clamp(min=1)).unsqueeze(1) / n)
-        return legal_scores(mean + explore, child_n > 0)  # tried => legal
+        return drop_lost(legal_scores(mean + explore, child_n > 0), view)  # tried => legal
 
     def select(self, view: NodeView) -> torch.Tensor:
         untried = view.child_visits == 0
@@ -143,7 +156,7 @@ class UCB1:
         n = child_n.clamp(min=1)
         weight = torch.log(parent_n.clamp(min=1)).sqrt_().mul_(2.0 * self.c).unsqueeze(1)
         score = torch.addcmul(value_sum / (n if self.virtual_loss else done.clamp(min=1)), weight, n.rsqrt_())
-        return legal_scores(score, child_n > 0).argmax(dim=1)
+        return drop_lost(legal_scores(score, child_n > 0), view).argmax(dim=1)
 
 
 
@@ -205,7 +218,7 @@ class PUCT:
         q = torch.where(counted > 0, value_sum / counted.clamp(min=1), fpu)
         score = legal_scores(q + weight * view.prior / (n + 1.0), view.legal)
         forced = self._forced(view, n)
-        return score if forced is None else score.masked_fill(forced, math.inf)
+        return drop_lost(score if forced is None else score.masked_fill(forced, math.inf), view)
 
     def select(self, view: NodeView) -> torch.Tensor:
         """argmax of `scores`, computed as score / w with w = 2 c(N) sqrt(N) > 0 per tree (the same
@@ -221,7 +234,7 @@ class PUCT:
         forced = self._forced(view, n)
         if forced is not None:
             score.masked_fill_(forced, math.inf)
-        return score.argmax(dim=1)
+        return drop_lost(score, view).argmax(dim=1)
 
 
 # -- Gumbel AlphaZero (Danihelka, Guez, Schrittwieser & Silver, ICLR 2022) -------------------------
@@ -327,7 +340,7 @@ class Gumbel:
     def scores(self, view: NodeView) -> torch.Tensor:
         """float [B, A]: pi'(a) - N(a) / (1 + sum_b N(b)), -inf for illegal actions."""
         share = view.child_visits / (1.0 + view.child_visits.sum(dim=1, keepdim=True))
-        return legal_scores(self.improved_policy(view) - share, view.legal)
+        return drop_lost(legal_scores(self.improved_policy(view) - share, view.legal), view)
 
     def select(self, view: NodeView) -> torch.Tensor:
         return self.scores(view).argmax(dim=1)

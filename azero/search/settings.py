@@ -78,6 +78,10 @@ class SearchSettings:
     forced_playouts: float = _f(0.0, "KataGo's forced playouts in self-play: each visited root move c gets at "
                                "least sqrt(k * P(c) * root visits) visits, pruned from the policy target after; "
                                "k (2 in the paper), 0 = off", low=0, high=MAX_FORCED_PLAYOUTS)
+    solver: bool = _f(True, "prove wins, losses and draws in the tree (MCTS-Solver): a walk stops at a proven "
+                     "position and backs up its exact value, selection skips moves proven lost, the fastest proven "
+                     "win is played and never a lost move while another is not lost; self-play's policy targets "
+                     "follow the proofs")
     precision: str = _f("auto", "network arithmetic in the search: auto = for batches of 16 or more on a CPU, "
                        "int8 if it has VNNI (AVX-512 VNNI / AVX-VNNI / AMX), else bfloat16 if it runs that "
                        "natively (AVX-512 BF16 / AMX), else int8 if it has AVX2, else float32; float32 on GPUs "

@@ -87,7 +87,7 @@ function drawAnalysis(who) {
   }
   $("winrate-fill").style.width = pct(analysis.winrate);
   $("winrate-text").textContent = pct(analysis.winrate);
-  $("best-move").textContent = analysis.best_move;
+  $("best-move").textContent = analysis.best_move + (analysis.proof ? ` (${analysis.proof})` : "");
   $("visits").textContent = analysis.visits.toLocaleString("en");
   $("pv").textContent = analysis.pv.join(" ") || "–";
   const body = $("top-moves").querySelector("tbody");
@@ -101,7 +101,7 @@ function drawAnalysis(who) {
     if (m.move === analysis.best_move) row.className = "best";
     const action = actions.get(m.move);
     const prior = analysis.policy && action !== undefined ? pct(analysis.policy[action]) : "–";
-    for (const text of [m.move, m.visits.toLocaleString("en"), pct(m.winrate), prior]) {
+    for (const text of [m.move, m.visits.toLocaleString("en"), m.proof || pct(m.winrate), prior]) {
       const cell = document.createElement("td"); cell.textContent = text; row.appendChild(cell);
     }
     body.appendChild(row);
