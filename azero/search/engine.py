@@ -54,7 +54,7 @@ from games.keyed_random import step_keys, uniform_draw
 
 from . import kernels
 from .kernels import Leaves
-from .proofs import DRAWN, LOST, UNKNOWN, record_finished
+from .proofs import DRAWN, LOST, UNKNOWN, carry_edge_proofs, record_finished
 from .selection import NodeView
 from .tree import ROOT, Tree
 
@@ -426,6 +426,7 @@ def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: 
     put(tree.legal, legal)
     put(tree.terminal, done)
     put(tree.terminal_value, result)
+    carry_edge_proofs(tree, new_flat)
     if solver and bool(done.any()):
         record_finished(tree, new_flat[done])
     leaf_value = torch.where(done, result, leaf_value)
