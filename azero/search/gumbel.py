@@ -260,6 +260,7 @@ def gumbel_search(
     on_progress: Callable[[Tree], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     solver: bool = False,
+    threat_nodes: int = 0,
 ) -> GumbelResult:
     """Run `simulations` simulations of Gumbel AlphaZero in each tree (fresh trees with priors
     and root values) and return the move and the training target of each. The search is in
@@ -310,7 +311,8 @@ def gumbel_search(
             table, runs = (t.to(tree.visits.device)
                            for t in schedule_columns(rows, simulations, first, min(simulations, first + width)))
         tree = room_for(tree, step, simulations + 1)  # a tree that started small grows
-        simulate(tree, game, evaluator, rule, step, parallel=parallel, root_action=next_root_actions, solver=solver)
+        simulate(tree, game, evaluator, rule, step, parallel=parallel, root_action=next_root_actions, solver=solver,
+                 threat_nodes=threat_nodes)
         searched += step
         if on_progress is not None:
             on_progress(tree)
