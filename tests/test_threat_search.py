@@ -237,3 +237,14 @@ def test_the_az_player_plays_the_vcf_and_takes_the_settings(tmp_path, options):
     misled(plain.searcher, BAD)
     assert int(plain.analyse(ATTACK).proof[0, first]) == UNKNOWN
     assert make(f"az:{saved}:sims=8,threat_nodes=500", GOMOKU).searcher.threat_nodes == 500
+
+
+def test_a_refilled_tree_forgets_the_old_roots_proofs_and_values_a_proven_root():
+    evaluator = SmoothEvaluator(GOMOKU)
+    tree = new_tree(GOMOKU, ATTACK, 10, make_keys(0, 1), root_prior=evaluator(ATTACK)[0])
+    simulate(tree, GOMOKU, evaluator, PUCT(), 4, threat_nodes=20000)
+    assert bool(tree.child_proof[0, 0].any()) and int(tree.next_node[0]) == 1  # proven, no child expanded
+    assert float(tree.root_value()[0]) == 1.0  # won for the player to move
+    fresh = new_tree(GOMOKU, DEFEND, 10, make_keys(0, 1), reuse=tree)
+    assert not bool(fresh.child_proof.any()) and not bool(fresh.child_plies.any())
+    assert not bool(fresh.threats_checked.any()) and int(fresh.proof[0, 0]) == UNKNOWN

@@ -130,10 +130,14 @@ class TreeMethods:
         return torch.where(n > 0, self.child_value_sum[:, ROOT] / n.clamp(min=1), torch.zeros_like(n))
 
     def root_value(self) -> torch.Tensor:
-        """float [B]: the search's value of the root for the player to move there, in [-1, 1]."""
+        """float [B]: the search's value of the root for the player to move there, in [-1, 1]; a
+        proven root's exact value (search/proofs.py; the threat search may prove one before any
+        of its moves is visited)."""
         n = self.child_visits[:, ROOT].sum(dim=1)
         total = self.child_value_sum[:, ROOT].sum(dim=1)
-        return torch.where(n > 0, total / n.clamp(min=1), torch.zeros_like(n))
+        mean = torch.where(n > 0, total / n.clamp(min=1), torch.zeros_like(n))
+        proof = self.proof[:, ROOT]  # (its mover's view: the other side's; DRAWN is 2)
+        return torch.where(proof != 0, 2.0 - proof.float(), mean)
 
     def principal_variation(self, index: int, max_length: int = 20) -> list[int]:
         """The most visited line from the root of tree `index` (actions)."""
@@ -217,6 +221,9 @@ def new_tree(
                 else old.fill_(f.empty)
         else:
             arrays[f.name] = torch.full(shape, f.empty, dtype=f.dtype, device=device)
+    for f in Tree.FIELDS:  # (a refill clears the rows of nodes with a child; a root's proven edges may have none)
+        if f.at_parents and arrays[f.name] is not None:
+            arrays[f.name][:, ROOT] = f.empty
     tree = Tree(states=states, next_node=torch.full((batch,), ROOT + 1, device=device), keys=keys.to(device), **arrays)
     tree.mover_sign[:, ROOT] = -player_sign(roots.to_play).float()
     tree.q_sign[:, ROOT] = -1.0
