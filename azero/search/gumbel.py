@@ -274,7 +274,8 @@ def gumbel_search(
     `should_stop()` asked after every `chunk` simulations (at least `parallel`); a search
     stopped early plays the best of its most visited moves. solver: prove results in the tree
     (MCTS-Solver, engine.simulate's `solver`); the move returned and the policy follow the root's
-    proofs (`chosen_action`, `improved_policy`).
+    proofs (`chosen_action`, `improved_policy`). threat_nodes: the threat search at the roots first
+    (engine.simulate's `threat_nodes`; 0 = off): its proofs steer the move and the policy alike.
     """
     if tree.prior is None:
         raise ValueError("a Gumbel search needs a tree with priors (new_tree(with_prior=True))")
