@@ -35,8 +35,7 @@ def stopping_moves() -> torch.Tensor:
     assert int(threats.find_win(GOMOKU, DEFEND).status[0]) == threats.NONE
     guard = threats.forced_defence(GOMOKU, DEFEND)
     assert int(guard.status[0]) == threats.DEFENDED
-    stop = guard.moves[0] & ~guard.delaying[0]
-    return stop if bool(stop.any()) else guard.moves[0]
+    return guard.moves[0]  # (the delaying fours among them: not lost, only not a stop yet)
 
 
 class Misleading:

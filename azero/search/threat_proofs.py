@@ -11,12 +11,13 @@ of `simulate` calls (Gumbel makes one a chunk):
   win's length in plies (the attacker's moves and the defender's forced replies); the root is
   then proven (settled).
 * else `forced_defence`: where the opponent threatens a VCF and some moves stop it (DEFENDED),
-  every legal move outside the stopping moves (`moves & ~delaying` where not empty, else
-  `moves`: the fours that only delay the threat count as not stopping it when a real stop
-  exists) is proven LOST in the opponent's threat length + 1 plies (the move, then the threat
-  as found with the side to move passing: an estimate of the loss's length, used only to
-  order losses); where the side to move completes a line (WINS), those moves are proven WON in 1.
-  LOST, UNKNOWN and NO_THREAT prove nothing.
+  every legal move outside `moves` (after it the opponent completes a line or has a VCF) is
+  proven LOST in the opponent's threat length + 1 plies (the move, then the threat as found
+  with the side to move passing: an estimate of the loss's length, used only to order losses);
+  where the side to move completes a line (WINS), those moves are proven WON in 1. LOST,
+  UNKNOWN and NO_THREAT prove nothing. The delaying fours (`delaying`: after the forced block
+  the opponent threatens again) are not proven lost: the side to move may still stop the
+  renewed threat then, so they are not proven anything (the search weighs them as any move).
 
 Both searches are exact within their bounds (tests/test_threats.py), so the proofs are as sure
 as the solver's; `max_nodes` bounds each search's attacker moves (forced_defence's total is ten
@@ -65,10 +66,8 @@ def check_roots(tree: Tree, game: Game, max_nodes: int, max_depth: int = 20) -> 
         guard = threats.forced_defence(game, states.take(rest), max_depth=max_depth, max_nodes=max_nodes,
                                        max_total_nodes=10 * max_nodes)
         status = guard.status.to(device)
-        moves, delaying = guard.moves.to(device), guard.delaying.to(device)
-        stopping = moves & ~delaying
-        stopping = torch.where(stopping.any(dim=1, keepdim=True), stopping, moves)
-        lost = (status == threats.DEFENDED).unsqueeze(1) & legal[rest] & ~stopping & stopping.any(dim=1, keepdim=True)
+        moves = guard.moves.to(device)  # (the delaying fours included: see the module's docstring)
+        lost = (status == threats.DEFENDED).unsqueeze(1) & legal[rest] & ~moves & moves.any(dim=1, keepdim=True)
         won = (status == threats.WINS).unsqueeze(1) & moves & legal[rest]
         length = guard.threat_length.to(device).unsqueeze(1) + 1
         proof[rest] = torch.where(won, WON, torch.where(lost, LOST, UNKNOWN)).to(torch.int8)
