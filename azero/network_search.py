@@ -99,6 +99,12 @@ class NetworkSearch:
         return self.settings.algorithm
 
     @property
+    def threat_nodes(self) -> int:
+        """The node bound of the threat search at each root (search/threat_proofs.py); 0 = off
+        (the settings `threats` and `threat_nodes`)."""
+        return self.settings.threat_nodes if self.settings.threats else 0
+
+    @property
     def considered_actions(self) -> int:
         return self.settings.considered_actions
 
@@ -114,7 +120,7 @@ class NetworkSearch:
         `parallel` leaves per tree for each network call; without `explore`, no forced playouts."""
         rule = self.rule if explore else self.plain_rule
         return simulate(tree, self.game, self.evaluator, rule, simulations, parallel=parallel,
-                        solver=self.settings.solver)
+                        solver=self.settings.solver, threat_nodes=self.threat_nodes)
 
     def gumbel_search(self, states: State, keys: torch.Tensor, simulations: int, *, noise: bool,
                       on_progress=None, should_stop=None, parallel: int = 1) -> GumbelResult:
@@ -137,4 +143,4 @@ class NetworkSearch:
         gumbel = gumbel_noise(fold(keys, 0x6B5E), actions) if noise else torch.zeros(states.batch_size, actions)
         return gumbel_search(tree, self.game, self.evaluator, self.rule, simulations, gumbel.to(tree.prior.device),
                              considered=self.considered_actions, parallel=parallel, on_progress=on_progress,
-                             should_stop=should_stop, solver=self.settings.solver)
+                             should_stop=should_stop, solver=self.settings.solver, threat_nodes=self.threat_nodes)

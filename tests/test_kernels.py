@@ -21,7 +21,7 @@ from games import NO_ACTION, kernels
 from games.keyed_random import _hash32, make_keys, random_true
 
 FIELD_NAMES = [f.name for f in Tree.FIELDS]
-PROOF_FIELDS = ("proof", "proof_plies", "child_proof")  # the solver's (search/proofs.py)
+PROOF_FIELDS = ("proof", "proof_plies", "child_proof", "child_plies")  # the solver's (search/proofs.py)
 
 # Skipped where the kernels are switched off (AZERO_NO_KERNELS) or numba is missing, except
 # in CI (the CI variable set), where a missing numba fails below instead of passing quietly.

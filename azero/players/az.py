@@ -39,7 +39,7 @@ DEFAULT_SIMULATIONS = 200
 # the arithmetic; the others are self-play's (root noise, temperature, tree reuse, cheap searches,
 # forced playouts), which a player does not use.
 SETTINGS = ("simulations", "algorithm", *ALGORITHM_SETTINGS["puct"], *ALGORITHM_SETTINGS["gumbel"], "precision",
-            "solver")
+            "solver", "threats", "threat_nodes")
 SHORT = {"simulations": "sims", "considered_actions": "considered"}  # the short spellings, also in players' names
 _PLAYER_HELP = {  # where the player's default is not the checkpoint's
     "simulations": f"search simulations a move, default {DEFAULT_SIMULATIONS} (gumbel: its plan; a time budget can "
@@ -122,7 +122,8 @@ class AZPlayer(Player):
         named = algorithm != "puct" or trained_with != "puct"
         self.spec = f"{name}:sims={self.simulations}" + (f",algorithm={algorithm}" if named else "")
         # the settings that change how it plays, where they differ from the defaults (a match's two names differ)
-        for setting, value in self.settings.differences(ALGORITHM_SETTINGS[algorithm] + ("precision", "solver")).items():
+        shown = ALGORITHM_SETTINGS[algorithm] + ("precision", "solver", "threats", "threat_nodes")
+        for setting, value in self.settings.differences(shown).items():
             self.spec += f",{SHORT.get(setting, setting)}={_spec_text(value)}"
         self.spec += f",parallel={self.parallel}" if self.parallel != "auto" else ""
         self.spec += ",virtual_loss=true" if virtual_loss and algorithm == "puct" else ""  # Gumbel has no pending visits
@@ -164,7 +165,7 @@ class AZPlayer(Player):
                 self.game, states, self.searcher.evaluator, self.searcher.rule, keys,
                 simulations=simulations, seconds=seconds, root_prior=prior, on_progress=live,
                 should_stop=should_stop, parallel=self.leaves_per_step(simulations), reuse=self._spare,
-                solver=self.settings.solver,
+                solver=self.settings.solver, threat_nodes=self.searcher.threat_nodes,
             )
             self._spare = tree if tree_bytes(tree) <= SPARE_TREE_BYTES else None
         action = respect_proofs(tree, choose("robust", tree.root_visits(), tree.child_value_sum[:, 0]))

@@ -52,9 +52,9 @@ from games import NO_ACTION, Game, State
 from games.base import player_signs
 from games.keyed_random import step_keys, uniform_draw
 
-from . import kernels
+from . import kernels, threat_proofs
 from .kernels import Leaves
-from .proofs import DRAWN, LOST, UNKNOWN, record_finished
+from .proofs import DRAWN, LOST, UNKNOWN, carry_edge_proofs, record_finished
 from .selection import NodeView
 from .tree import ROOT, Tree
 
@@ -144,6 +144,7 @@ def simulate(
     parallel: int = 1,
     root_action: RootAction | None = None,
     solver: bool = False,
+    threat_nodes: int = 0,
 ) -> Tree:
     """Run `num_simulations` simulations in each of the B trees (in place), gathering up to
     `parallel` leaves per tree for each evaluator call; returns the tree.
@@ -151,6 +152,10 @@ def simulate(
     solver: prove the finished games the walks reach and settle their ancestors (MCTS-Solver,
     search/proofs.py; the search setting `solver`). Proofs already in the tree are honoured
     either way: walks stop at proven nodes, the rules skip children proven lost.
+    threat_nodes: first prove what the threat search finds at the roots not checked yet (k-in-a-row
+    games; a bound of that many nodes a search; 0 = off; search/threat_proofs.py, the search
+    settings `threats` and `threat_nodes`): a win by fours for the side to move, the moves that
+    lose to the opponent's.
 
     root_action: the actions the walks take at each root instead of the rule's choice (NO_ACTION:
     the rule's): long [B], the first action of every walk of tree b; or long [B, W] (W <=
@@ -173,6 +178,8 @@ def simulate(
     # evaluator's weights during the call: a network looks its inference module up once.
     fixed = getattr(evaluator, "fixed_weights", contextlib.nullcontext)
     with torch.inference_mode(), fixed():
+        if threat_nodes > 0:
+            threat_proofs.check_roots(tree, game, threat_nodes)
         return _simulate(tree, game, evaluator, rule, num_simulations, parallel, root_action, solver)
 
 
@@ -426,6 +433,7 @@ def _expand(tree: Tree, game: Game, evaluator: Evaluator, leaves: Leaves, keys: 
     put(tree.legal, legal)
     put(tree.terminal, done)
     put(tree.terminal_value, result)
+    carry_edge_proofs(tree, new_flat)
     if solver and bool(done.any()):
         record_finished(tree, new_flat[done])
     leaf_value = torch.where(done, result, leaf_value)

@@ -260,6 +260,7 @@ def gumbel_search(
     on_progress: Callable[[Tree], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     solver: bool = False,
+    threat_nodes: int = 0,
 ) -> GumbelResult:
     """Run `simulations` simulations of Gumbel AlphaZero in each tree (fresh trees with priors
     and root values) and return the move and the training target of each. The search is in
@@ -273,7 +274,8 @@ def gumbel_search(
     `should_stop()` asked after every `chunk` simulations (at least `parallel`); a search
     stopped early plays the best of its most visited moves. solver: prove results in the tree
     (MCTS-Solver, engine.simulate's `solver`); the move returned and the policy follow the root's
-    proofs (`chosen_action`, `improved_policy`).
+    proofs (`chosen_action`, `improved_policy`). threat_nodes: the threat search at the roots first
+    (engine.simulate's `threat_nodes`; 0 = off): its proofs steer the move and the policy alike.
     """
     if tree.prior is None:
         raise ValueError("a Gumbel search needs a tree with priors (new_tree(with_prior=True))")
@@ -310,7 +312,8 @@ def gumbel_search(
             table, runs = (t.to(tree.visits.device)
                            for t in schedule_columns(rows, simulations, first, min(simulations, first + width)))
         tree = room_for(tree, step, simulations + 1)  # a tree that started small grows
-        simulate(tree, game, evaluator, rule, step, parallel=parallel, root_action=next_root_actions, solver=solver)
+        simulate(tree, game, evaluator, rule, step, parallel=parallel, root_action=next_root_actions, solver=solver,
+                 threat_nodes=threat_nodes)
         searched += step
         if on_progress is not None:
             on_progress(tree)

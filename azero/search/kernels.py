@@ -84,14 +84,15 @@ def _settle(base, node, tree):  # pragma: no cover - compiled; proofs.settle for
     """The ancestors of `node` (just proven) proven where their children now prove them
     (proofs.node_proofs), up the path until one's proof stays as it was."""
     proof, proof_plies, parent, moved, children = tree.proof, tree.proof_plies, tree.parent, tree.action, tree.children
-    child_proof, legal, mover_sign = tree.child_proof, tree.legal, tree.mover_sign
+    child_proof, child_plies, legal, mover_sign = tree.child_proof, tree.child_plies, tree.legal, tree.mover_sign
     actions = children.shape[1]
     up = parent[base + node]
     while up >= 0:
         flat = base + up
         any_legal, settled, won, drawn = False, True, False, False
         win, draw, loss = _FAR, _FAR, np.int64(-1)
-        chooser = np.float32(0.0)
+        chooser = -mover_sign[flat]  # (at an edge not expanded: the threat search's, at a root)
+        expanded = False
         for a in range(actions):
             if legal[flat, a] == 0:
                 continue
@@ -100,9 +101,10 @@ def _settle(base, node, tree):  # pragma: no cover - compiled; proofs.settle for
             if known == UNKNOWN:
                 settled = False
                 continue
-            child = base + children[flat, a]
-            plies = np.int64(proof_plies[child])
-            chooser = mover_sign[child]
+            plies = np.int64(child_plies[flat, a])
+            if children[flat, a] >= 0 and not expanded:
+                chooser = mover_sign[base + children[flat, a]]
+                expanded = True
             if known == WON:
                 won = True
                 win = min(win, plies)
@@ -126,6 +128,7 @@ def _settle(base, node, tree):  # pragma: no cover - compiled; proofs.settle for
         grand = parent[flat]
         if grand >= 0:
             child_proof[base + grand, moved[flat]] = result
+            child_plies[base + grand, moved[flat]] = count
         up = grand
 
 
@@ -217,6 +220,7 @@ def _record(rows, new, capacity, expansion, value, prior, has_prior, with_prior,
     mover_sign, legal_of, terminal, terminal_value = tree.mover_sign, tree.legal, tree.terminal, tree.terminal_value
     q_sign, prior_of, raw_value = tree.q_sign, tree.prior, tree.raw_value
     proof, proof_plies, child_proof, parent, moved = tree.proof, tree.proof_plies, tree.child_proof, tree.parent, tree.action
+    child_plies = tree.child_plies
     legal, done, result, to_play, parent_to_play = (expansion.legal, expansion.done, expansion.result, expansion.to_play,
                                                   expansion.parent_to_play)
     actions = legal.shape[1]
@@ -230,6 +234,10 @@ def _record(rows, new, capacity, expansion, value, prior, has_prior, with_prior,
             count += legal[i, a] != 0
         terminal[flat] = done[i]
         terminal_value[flat] = result[i]
+        edge = child_proof[rows[i] * capacity + parent[flat], moved[flat]]
+        if edge != UNKNOWN:  # an edge proven before its child was expanded (proofs.carry_edge_proofs)
+            proof[flat] = edge
+            proof_plies[flat] = child_plies[rows[i] * capacity + parent[flat], moved[flat]]
         if done[i]:  # a finished game's value is its result
             value[i] = result[i]
             if solver:  # proven (proofs.terminal_proofs), and its ancestors settled
@@ -239,6 +247,7 @@ def _record(rows, new, capacity, expansion, value, prior, has_prior, with_prior,
                 proof_plies[flat] = 0
                 base = rows[i] * capacity
                 child_proof[base + parent[flat], moved[flat]] = proven
+                child_plies[base + parent[flat], moved[flat]] = 0
                 _settle(base, new[i], tree)
         if with_prior:  # PUCT's and Gumbel's fields
             q_sign[flat] = mover * np.float32(1 - 2 * to_play[i])

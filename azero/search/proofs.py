@@ -68,7 +68,8 @@ def record_finished(tree, flat: torch.Tensor) -> None:
 
 
 def _mark_edges(tree, flat: torch.Tensor, proof: torch.Tensor) -> None:
-    """The proofs `proof` (int8 [n]) of nodes `flat` on the edges into them (none for a root)."""
+    """The proofs `proof` (int8 [n]) of nodes `flat` on the edges into them, with their plies
+    (`proof_plies`, written first; none for a root)."""
     capacity, actions = tree.capacity, tree.num_actions
     parent = tree.parent.view(-1)[flat]
     has = parent >= 0
@@ -76,27 +77,37 @@ def _mark_edges(tree, flat: torch.Tensor, proof: torch.Tensor) -> None:
         flat, parent, proof = flat[has], parent[has], proof[has]
     edge = (flat - flat % capacity + parent) * actions + tree.action.view(-1)[flat]
     tree.child_proof.view(-1).index_copy_(0, edge, proof)
+    tree.child_plies.view(-1).index_copy_(0, edge, tree.proof_plies.view(-1)[flat])
 
 
 def settle(tree, flat: torch.Tensor) -> None:
     """The ancestors of the newly proven nodes `flat` (long [n]) proven where their children now
     prove them, level by level until no proof changes (the compiled form: kernels._settle)."""
+    capacity = tree.capacity
+    parent = tree.parent.view(-1)[flat]
+    has = parent >= 0
+    _resettle(tree, torch.unique(flat[has] - flat[has] % capacity + parent[has]))
+
+
+def _resettle(tree, nodes: torch.Tensor) -> None:
+    """Nodes `nodes` (long [n], flat, distinct) proven where their children's proofs (the edges'
+    `child_proof` and `child_plies`) prove them, then their parents, and so on while proofs change.
+    The chooser's sign is the mover into a proven child where it is expanded; at an edge not
+    expanded (the threat search's proofs at a root) the other side of the node's mover."""
     capacity, actions = tree.capacity, tree.num_actions
-    while flat.numel():
-        parent = tree.parent.view(-1)[flat]
-        has = parent >= 0
-        nodes = torch.unique(flat[has] - flat[has] % capacity + parent[has])
-        if nodes.numel() == 0:
-            return
+    while nodes.numel():
         child_proof = tree.child_proof.view(-1, actions)[nodes]
         children = tree.children.view(-1, actions)[nodes].long()
         base = (nodes - nodes % capacity).unsqueeze(1)
-        child_flat = base + children.clamp(min=0)
-        proof, plies = node_proofs(child_proof, tree.proof_plies.view(-1)[child_flat],
+        proof, plies = node_proofs(child_proof, tree.child_plies.view(-1, actions)[nodes],
                                    tree.legal.view(-1, actions)[nodes])
-        # the chooser's sign: the mover into any proven child
-        some = child_flat.gather(1, (child_proof != UNKNOWN).to(torch.int8).argmax(dim=1, keepdim=True)).squeeze(1)
-        same = tree.mover_sign.view(-1)[some] == tree.mover_sign.view(-1)[nodes]
+        # the chooser's sign: the mover into a proven child (expanded ones first)
+        proven = child_proof != UNKNOWN
+        pick = (proven.to(torch.int8) * 2 + (proven & (children >= 0)).to(torch.int8)).argmax(dim=1, keepdim=True)
+        child = children.gather(1, pick).squeeze(1)
+        node_sign = tree.mover_sign.view(-1)[nodes]
+        chooser = torch.where(child >= 0, tree.mover_sign.view(-1)[base.squeeze(1) + child.clamp(min=0)], -node_sign)
+        same = chooser == node_sign
         proof = torch.where(same | (proof == UNKNOWN), proof, 4 - proof).to(torch.int8)
         changed = (proof != UNKNOWN) & ((proof != tree.proof.view(-1)[nodes])
                                         | (plies != tree.proof_plies.view(-1)[nodes].long()))
@@ -104,7 +115,37 @@ def settle(tree, flat: torch.Tensor) -> None:
         tree.proof.view(-1).index_copy_(0, nodes, proof)
         tree.proof_plies.view(-1).index_copy_(0, nodes, plies.to(tree.proof_plies.dtype))
         _mark_edges(tree, nodes, proof)
-        flat = nodes
+        parent = tree.parent.view(-1)[nodes]
+        has = parent >= 0
+        nodes = torch.unique(nodes[has] - nodes[has] % capacity + parent[has])
+
+
+def carry_edge_proofs(tree, flat: torch.Tensor) -> None:
+    """New nodes `flat` (long [n], their parent links written) take the proofs their edges held
+    before they were expanded (a threat search's at a root: a walk that Gumbel's imposed root
+    actions send there stops at the node as at any proven one; the compiled form: kernels._record)."""
+    actions = tree.num_actions
+    edge = (flat - flat % tree.capacity + tree.parent.view(-1)[flat]) * actions + tree.action.view(-1)[flat]
+    proof = tree.child_proof.view(-1)[edge]
+    known = proof != UNKNOWN
+    if bool(known.any()):
+        tree.proof.view(-1)[flat[known]] = proof[known]
+        tree.proof_plies.view(-1)[flat[known]] = tree.child_plies.view(-1)[edge[known]]
+
+
+def prove_root_moves(tree, rows: torch.Tensor, proof: torch.Tensor, plies: torch.Tensor) -> None:
+    """Proofs of root moves found outside the tree (the threat search's: search/threat_proofs.py)
+    written on the root edges of trees `rows` (long [n]): proof int8 [n, A] (the player to move's
+    view; UNKNOWN where nothing is known), plies [n, A] (the move included). An edge proven
+    already keeps its proof. The roots are then settled (a root with a won move is proven)."""
+    if rows.numel() == 0:
+        return
+    old = tree.child_proof[rows, 0]
+    new = (proof != UNKNOWN) & (old == UNKNOWN)
+    tree.child_proof[rows, 0] = torch.where(new, proof.to(old.dtype), old)
+    tree.child_plies[rows, 0] = torch.where(new, plies.to(torch.int32) - 1, tree.child_plies[rows, 0])
+    touched = rows[new.any(dim=1)]
+    _resettle(tree, touched * tree.capacity)
 
 
 def proven_value(proof: torch.Tensor) -> torch.Tensor:
@@ -120,8 +161,7 @@ def root_proofs(tree) -> tuple[torch.Tensor, torch.Tensor]:
     unproven or unexpanded) and the plies to the end of the game after it, the move included
     (0 where unproven)."""
     proof = tree.child_proof[:, 0]
-    children = tree.children[:, 0].long()
-    plies = tree.proof_plies.gather(1, children.clamp(min=0)).long() + 1
+    plies = tree.child_plies[:, 0].long() + 1
     return proof, torch.where(proof != UNKNOWN, plies, torch.zeros_like(plies))
 
 

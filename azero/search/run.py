@@ -34,6 +34,7 @@ def search(
     reuse: Tree | None = None,
     parallel: int = 1,
     solver: bool = False,
+    threat_nodes: int = 0,
 ) -> Tree:
     """Search each root with `num_simulations` simulations; returns the trees.
 
@@ -43,6 +44,7 @@ def search(
     reuse: an earlier tree nobody reads any more, whose memory the new one may take;
     parallel: leaves gathered per tree for each evaluator call (search/engine.py);
     solver: prove results in the tree (MCTS-Solver, engine.simulate's `solver`).
+    threat_nodes: the threat search at the roots first (engine.simulate's `threat_nodes`; 0 = off).
 
     A search that fits in INITIAL_TREE_BYTES gets its whole tree at once; a bigger one
     starts there and grows as its simulations add nodes, so its memory follows the
@@ -64,7 +66,8 @@ def search(
         if step < min(left, MIN_NODES) and tree.capacity < needed:  # (nearly) full: grow
             tree = grow(tree, min(needed, 2 * tree.capacity))
             continue
-        simulate(tree, game, evaluator, rule, step, parallel=parallel, solver=solver)
+        simulate(tree, game, evaluator, rule, step, parallel=parallel, solver=solver,
+                 threat_nodes=threat_nodes)
         done += step
     if extra_capacity:
         tree = grow(tree, needed)
@@ -87,6 +90,7 @@ def search_with_budget(
     parallel: int = 1,
     reuse: Tree | None = None,
     solver: bool = False,
+    threat_nodes: int = 0,
 ) -> Tree:
     """Search until `simulations` are done, or until `seconds` pass (at least one chunk; no
     chunk is begun that the last one's duration says would end past the deadline), or until
@@ -94,6 +98,7 @@ def search_with_budget(
     every chunk (live analysis); a chunk is at least `parallel` simulations. `reuse`: an
     earlier tree nobody reads any more, whose memory (and size, if larger) the new one takes.
     solver: prove results in the tree (MCTS-Solver, engine.simulate's `solver`).
+    threat_nodes: the threat search at the roots first (engine.simulate's `threat_nodes`; 0 = off).
 
     Memory (search/memory.py): simulations the tree memory limit cannot hold are refused
     before anything is allocated; a search bounded by time alone stops at the limit.
@@ -122,7 +127,8 @@ def search_with_budget(
         if step <= 0:  # at the memory limit: search no further
             break
         began = time.monotonic()
-        simulate(tree, game, evaluator, rule, step, parallel=parallel, solver=solver)
+        simulate(tree, game, evaluator, rule, step, parallel=parallel, solver=solver,
+                 threat_nodes=threat_nodes)
         done += step
         if on_progress is not None:
             on_progress(tree)

@@ -39,6 +39,7 @@ MAX_CONSIDERED = 100_000  # Gumbel's considered root moves (m; more than a game'
 MAX_C_VISIT = 10_000.0  # Gumbel's c_visit (the paper's 50)
 MAX_C_SCALE = 100.0  # Gumbel's c_scale (the paper's 1, mctx's 0.1 with rescaling)
 MAX_FORCED_PLAYOUTS = 100.0  # KataGo's k, at most (the paper's 2): beyond it forcing is the whole search
+MAX_THREAT_NODES = 10**7
 MAX_CACHE_ENTRIES = 1 << 24  # the evaluation cache's entries, at most (search/cache.py)
 
 _f = option_field  # (the schema below is a table: one line per setting)
@@ -82,6 +83,13 @@ class SearchSettings:
                      "position and backs up its exact value, selection skips moves proven lost, the fastest proven "
                      "win is played and never a lost move while another is not lost; self-play's policy targets "
                      "follow the proofs")
+    threats: bool = _f(True, "k-in-a-row games (gomoku, tic-tac-toe): before searching a position, a bounded "
+                      "threat search (victory by continuous fours) proves the root's moves: a forced win by fours "
+                      "is played at once, and where the opponent has one, every move that does not stop it is "
+                      "proven lost (exact within the node bound; other games: no effect)")
+    threat_nodes: int = _f(20000, "the node bound of each threat search of a position (search.threats): "
+                          "attacker moves tried, about a million a second compiled; 0 = off",
+                          low=0, high=MAX_THREAT_NODES)
     precision: str = _f("auto", "network arithmetic in the search: auto = for batches of 16 or more on a CPU, "
                        "int8 if it has VNNI (AVX-512 VNNI / AVX-VNNI / AMX), else bfloat16 if it runs that "
                        "natively (AVX-512 BF16 / AMX), else int8 if it has AVX2, else float32; float32 on GPUs "

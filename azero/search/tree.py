@@ -88,11 +88,15 @@ FIELDS: tuple[TreeField, ...] = (
     per_node("proof", torch.int8, 0, "the node's proven result, its mover's view (search/proofs.py: 0 unknown, "
              "LOST 1, DRAWN 2, WON 3; set only by a search with the solver)"),
     per_node("proof_plies", torch.int32, 0, "plies from the node to the end of the game where proven"),
+    per_node("threats_checked", torch.bool, False, "the threat search has proven what it can of the node's moves "
+             "(roots only: search/threat_proofs.py)", from_parent=True),
     per_edge("legal", torch.bool, False, "legal actions at the node"),
     per_edge("children", torch.int32, UNEXPANDED, "child node per action", node_ids=True, at_parents=True),
     per_edge("child_visits", torch.float32, 0.0, "visits of each child (0 if not expanded)", at_parents=True),
     per_edge("child_value_sum", torch.float32, 0.0, "value sums of each child, chooser's view", at_parents=True),
     per_edge("child_proof", torch.int8, 0, "each child's proof (its mover's: the chooser's view)", at_parents=True),
+    per_edge("child_plies", torch.int32, 0, "each proven child's proof_plies (readable where the child is not "
+             "expanded: a threat search's proofs at the root)", at_parents=True),
     per_edge("prior", torch.float32, 0.0, "policy prior at the node", with_prior=True),
     per_node("raw_value", torch.float32, 0.0, "the evaluator's value of the node, mover's view "
              "(Gumbel's mixed value)", with_prior=True),
@@ -126,10 +130,14 @@ class TreeMethods:
         return torch.where(n > 0, self.child_value_sum[:, ROOT] / n.clamp(min=1), torch.zeros_like(n))
 
     def root_value(self) -> torch.Tensor:
-        """float [B]: the search's value of the root for the player to move there, in [-1, 1]."""
+        """float [B]: the search's value of the root for the player to move there, in [-1, 1]; a
+        proven root's exact value (search/proofs.py; the threat search may prove one before any
+        of its moves is visited)."""
         n = self.child_visits[:, ROOT].sum(dim=1)
         total = self.child_value_sum[:, ROOT].sum(dim=1)
-        return torch.where(n > 0, total / n.clamp(min=1), torch.zeros_like(n))
+        mean = torch.where(n > 0, total / n.clamp(min=1), torch.zeros_like(n))
+        proof = self.proof[:, ROOT]  # (its mover's view: the other side's; DRAWN is 2)
+        return torch.where(proof != 0, 2.0 - proof.float(), mean)
 
     def principal_variation(self, index: int, max_length: int = 20) -> list[int]:
         """The most visited line from the root of tree `index` (actions)."""
@@ -213,6 +221,9 @@ def new_tree(
                 else old.fill_(f.empty)
         else:
             arrays[f.name] = torch.full(shape, f.empty, dtype=f.dtype, device=device)
+    for f in Tree.FIELDS:  # (a refill clears the rows of nodes with a child; a root's proven edges may have none)
+        if f.at_parents and arrays[f.name] is not None:
+            arrays[f.name][:, ROOT] = f.empty
     tree = Tree(states=states, next_node=torch.full((batch,), ROOT + 1, device=device), keys=keys.to(device), **arrays)
     tree.mover_sign[:, ROOT] = -player_sign(roots.to_play).float()
     tree.q_sign[:, ROOT] = -1.0
