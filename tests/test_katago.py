@@ -446,18 +446,21 @@ def test_self_play_trains_the_value_on_the_root_value_of_the_search_it_made():
     for action in (0, 3, 1, 4):  # X to move: 2 wins at once (and O threatens 5)
         state = TTT.step(state, torch.tensor([action]))
     values = {}
-    for weight in (0.0, 1.0):
+    for weight, proofs in ((0.0, True), (1.0, True), (1.0, False)):
         config = load_config(game="tictactoe", overrides=[
             "selfplay.games=1", "search.simulations=200", "search.temperature_moves=0",
-            f"selfplay.search_value_weight={weight}"])
+            f"selfplay.search_value_weight={weight}", f"search.solver={str(proofs).lower()}",
+            f"search.threats={str(proofs).lower()}"])
         selfplay = SelfPlay(TTT, small_net(TTT), config.search, config.selfplay, seed=0)
         selfplay.states = state.clone()
         samples, outcomes = selfplay.step()
         assert outcomes == [(1, 1)]  # X played the win; the one position of this game is X's
-        values[weight] = float(samples.value[0])
-    assert values[0.0] == 1.0
-    # the search's value of a won position: most visits go to the win (+1), a few elsewhere
-    assert 0.5 < values[1.0] < 1.0
+        values[weight, proofs] = float(samples.value[0])
+    assert values[0.0, True] == 1.0
+    # the search's value of a won position: proven, exactly the win's +1 ...
+    assert values[1.0, True] == 1.0
+    # ... and without proofs, most visits go to the win (+1), a few elsewhere
+    assert 0.5 < values[1.0, False] < 1.0
 
 
 def test_the_recorded_search_values_survive_a_resume_and_older_saves_load_without_them():
