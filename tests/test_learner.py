@@ -230,7 +230,9 @@ def test_reused_subtree_keeps_the_statistics_of_the_move_played():
 def test_the_self_play_rate_counts_the_moves_played_not_the_positions_of_games_that_happen_to_finish():
     """Games played in lockstep finish together: an iteration that ends in a burst of finished
     games harvests far more positions than it played, and the rate must not jump with them."""
-    config = load_config(game="tictactoe", overrides=["selfplay.games=16", "search.simulations=4"])
+    # (without the threat search, whose exact tic-tac-toe makes every game nine moves long)
+    config = load_config(game="tictactoe", overrides=["selfplay.games=16", "search.simulations=4",
+                                                      "search.threats=false"])
     selfplay = SelfPlay(TTT, small_net(TTT), config.search, config.selfplay, seed=0)
     steps = 0
     step = selfplay.step

@@ -143,7 +143,7 @@ def prove_root_moves(tree, rows: torch.Tensor, proof: torch.Tensor, plies: torch
     old = tree.child_proof[rows, 0]
     new = (proof != UNKNOWN) & (old == UNKNOWN)
     tree.child_proof[rows, 0] = torch.where(new, proof.to(old.dtype), old)
-    tree.child_plies[rows, 0] = torch.where(new, plies.to(torch.int32) - 1, tree.child_plies[rows, 0])
+    tree.child_plies[rows, 0] = torch.where(new, plies.to(tree.child_plies.dtype) - 1, tree.child_plies[rows, 0])
     touched = rows[new.any(dim=1)]
     _resettle(tree, touched * tree.capacity)
 

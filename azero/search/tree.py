@@ -87,7 +87,7 @@ FIELDS: tuple[TreeField, ...] = (
     per_node("terminal_value", torch.float32, 0.0, "the result there, first player's view"),
     per_node("proof", torch.int8, 0, "the node's proven result, its mover's view (search/proofs.py: 0 unknown, "
              "LOST 1, DRAWN 2, WON 3; set only by a search with the solver)"),
-    per_node("proof_plies", torch.int32, 0, "plies from the node to the end of the game where proven"),
+    per_node("proof_plies", torch.int16, 0, "plies from the node to the end of the game where proven"),
     per_node("threats_checked", torch.bool, False, "the threat search has proven what it can of the node's moves "
              "(roots only: search/threat_proofs.py)", from_parent=True),
     per_edge("legal", torch.bool, False, "legal actions at the node"),
@@ -95,7 +95,7 @@ FIELDS: tuple[TreeField, ...] = (
     per_edge("child_visits", torch.float32, 0.0, "visits of each child (0 if not expanded)", at_parents=True),
     per_edge("child_value_sum", torch.float32, 0.0, "value sums of each child, chooser's view", at_parents=True),
     per_edge("child_proof", torch.int8, 0, "each child's proof (its mover's: the chooser's view)", at_parents=True),
-    per_edge("child_plies", torch.int32, 0, "each proven child's proof_plies (readable where the child is not "
+    per_edge("child_plies", torch.int16, 0, "each proven child's proof_plies (readable where the child is not "
              "expanded: a threat search's proofs at the root)", at_parents=True),
     per_edge("prior", torch.float32, 0.0, "policy prior at the node", with_prior=True),
     per_node("raw_value", torch.float32, 0.0, "the evaluator's value of the node, mover's view "
