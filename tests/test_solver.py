@@ -14,7 +14,7 @@ from azero.search.settings import DEFAULTS, SearchSettings
 from azero.search.tree import subtree
 from games import kernels
 from games.keyed_random import make_keys
-from tests.test_kernels import SmoothEvaluator, both
+from test_kernels import SmoothEvaluator, both
 
 TICTACTOE = games.make("tictactoe")
 WIN_IN_ONE = [[1, 1, 0], [-1, -1, 0], [0, 0, 0]]  # X to move: c3 wins at once

@@ -17,8 +17,8 @@ from azero.search.settings import DEFAULTS, SearchSettings
 from azero.search.tree import subtree
 from games import threats
 from games.keyed_random import make_keys
-from tests.test_kernels import SmoothEvaluator, both
-from tests.test_threats import GOMOKU, LONG_VCF, position
+from test_kernels import SmoothEvaluator, both
+from test_threats import GOMOKU, LONG_VCF, position
 
 ATTACK = position(GOMOKU, LONG_VCF, to_play=1)  # O to move wins by five fours (9 plies), no fewer
 # X to move must stop that VCF (without e6, X has no VCF of its own)
