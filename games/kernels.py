@@ -350,12 +350,13 @@ def state_arrays(state):
     small searches)."""
     record = type(state).Arrays
     tensors = tuple(getattr(state, name) for name in record._fields)
+    ids, memory = tuple(map(id, tensors)), tuple((t.data_ptr(), t.shape) for t in tensors)
     made = _STATE_ARRAYS.get(state)
-    if made is not None and made[0] == tuple(map(id, tensors)) and made[1] == tuple((t.data_ptr(), t.shape) for t in tensors):
+    if made is not None and made[0] == ids and made[1] == memory:
         return made[2]
     arrays = record(*(array.numpy().reshape(array.shape[0], -1) if array.dim() > 2 else array.numpy()
                       for array in tensors))
-    _STATE_ARRAYS[state] = (tuple(map(id, tensors)), tuple((t.data_ptr(), t.shape) for t in tensors), arrays)
+    _STATE_ARRAYS[state] = (ids, memory, arrays)
     return arrays
 
 
