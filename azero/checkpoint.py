@@ -33,7 +33,7 @@ from games import Game
 
 from .errors import UserError, naming_file, regular_file
 from .faults import fault
-from .network import NetworkConfig, PolicyValueNet, another_size_of
+from .network import NetworkConfig, PolicyValueNet, plays
 from .search.settings import SearchSettings
 
 FORMAT = "azero-checkpoint"
@@ -179,11 +179,9 @@ def load_checkpoint(path: str | Path, *, game: Game | None = None) -> dict:
     for key in ("game", "network", "model", "iteration"):
         if key not in data:
             raise UserError(f"{path} is an incomplete checkpoint (no {key!r})")
-    if game is not None and games.make_from_spec(data["game"]) != game:
-        pooled = pooled_heads(data)
-        if not (pooled and another_size_of(games.make_from_spec(data["game"]), game)):
-            rule = " (its pooled heads play that game on other boards, not another game)" if pooled else ""
-            raise UserError(f"{path} is a checkpoint of {data['game']}, not of {game.spec}{rule}")
+    if game is not None and not plays(games.make_from_spec(data["game"]), game, any_size=pooled_heads(data)):
+        rule = " (its pooled heads play that game on other boards, not another game)" if pooled_heads(data) else ""
+        raise UserError(f"{path} is a checkpoint of {data['game']}, not of {game.spec}{rule}")
     problem = network_problem(data)
     if problem:
         raise UserError(f"{path}: {problem}")

@@ -138,6 +138,12 @@ def another_size_of(game: Game, other: Game) -> bool:
         return False
 
 
+def plays(game: Game, wanted: Game, *, any_size: bool) -> bool:
+    """Whether a network made for `game` plays `wanted`: the same game, or, for a network with
+    pooled heads (`any_size`), that game on a board of another size (`another_size_of`)."""
+    return wanted == game or (any_size and another_size_of(game, wanted))
+
+
 def head_planes(channels: int) -> int:
     """The planes of each pooled head's 1x1 convolution: a quarter of the trunk's channels, at least 4."""
     return max(4, channels // 4)

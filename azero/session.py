@@ -270,17 +270,16 @@ def game_from_args(game_spec: str | None, checkpoint: str | None) -> Game:
     """The game of a checkpoint, or from a spec; both given must agree (or, for a network with
     pooled heads, the spec may be its game on a board of another size: that board's game)."""
     from .checkpoint import load_checkpoint, pooled_heads
-    from .network import another_size_of
+    from .network import plays
 
     if checkpoint:
         data = load_checkpoint(checkpoint)
         game = games.make_from_spec(data["game"])
         if game_spec:
             wanted = games.make_from_spec(game_spec)
-            if wanted != game and pooled_heads(data) and another_size_of(game, wanted):
-                return wanted
-            if wanted != game:
+            if not plays(game, wanted, any_size=pooled_heads(data)):
                 raise UserError(f"{checkpoint} is a checkpoint of {game.spec}, not of {game_spec}")
+            return wanted
         return game
     if not game_spec:
         raise UserError("give --checkpoint PATH, or --game SPEC with --opponent SPEC")

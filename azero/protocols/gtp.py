@@ -49,7 +49,7 @@ from games.options import is_whole_number
 
 from .. import __version__
 from ..errors import UserError, internal_error
-from ..network import another_size_of
+from ..network import plays
 from ..players.base import MAX_SECONDS, RESIGN
 from ..session import Engine, GameSession, describe_analysis
 from ..sgf import black_margin, resignation_text, score_text, to_sgf, write_sgf
@@ -174,7 +174,7 @@ class GTPEngine:
             game = self.game.with_options(**options)
         except GameError as error:
             raise GameError(f"{refusal}: {error}") from None
-        if self.fixed is not None and game != self.fixed and not (self.any_size and another_size_of(self.fixed, game)):
+        if self.fixed is not None and not plays(self.fixed, game, any_size=self.any_size):
             boards = " on boards of any size" if self.any_size else ""
             raise GameError(f"{refusal}: this network plays {self.fixed.spec}{boards} only")
         return game

@@ -34,7 +34,7 @@ from games.options import is_whole_number
 
 from .. import __version__
 from ..errors import UserError, internal_error
-from ..network import another_size_of
+from ..network import plays
 from ..players.base import MAX_SECONDS
 from ..search import memory
 from ..session import Engine
@@ -93,7 +93,7 @@ class Brain:
         if not (5 <= width <= 19 and 5 <= height <= 19):
             raise GameError(f"unsupported size {width}x{height}; this brain plays 5..19")
         wanted = brain_game(width, height, self.exact)
-        if self.fixed is not None and wanted != self.fixed and not (self.any_size and another_size_of(self.fixed, wanted)):
+        if self.fixed is not None and not plays(self.fixed, wanted, any_size=self.any_size):
             fixed_height, fixed_width = self.fixed.board_shape
             raise GameError(f"this network plays {fixed_width}x{fixed_height} only")
         self.width, self.height = width, height
