@@ -22,7 +22,7 @@ from .errors import UserError, is_int, is_number
 from .players import make
 from .players.base import MAX_SECONDS, MAX_SIMULATIONS, SIMULATIONS_ALLOWED, Analysis, Player
 from .search.memory import TreeTooLarge
-from .search.proofs import proof_words
+from .search.proofs import UNKNOWN, WON, proof_words
 
 
 def check_budget(simulations=None, seconds=None) -> None:
@@ -232,25 +232,36 @@ class GameSession:
 def describe_analysis(game: Game, analysis: Analysis, *, top: int = 5) -> dict:
     """Plain values for people and protocols: best move, win-rate for the side to move, top moves, PV;
     "proof": the best move's proven result in words ("wins in 3": search/proofs.py), where proven,
-    and each move's too."""
+    and each move's too. Proven wins head the list, fastest first, visited or not (the threat
+    search proves moves the search never tried); then moves by visits. A proven move's win-rate is
+    exact (1, 0.5 or 0)."""
     visits = analysis.visits[0]
-    q = analysis.q[0]
     best = int(analysis.action[0])
     if not 0 <= best < game.num_actions:  # RESIGN or NO_ACTION: callers answer those themselves
         raise ValueError(f"describe_analysis: {best} is no move of {game.spec}")
+    q = analysis.q[0].clone()
+    proven = wins = torch.zeros_like(visits, dtype=torch.bool)
+    plies = torch.zeros_like(visits, dtype=torch.float64)
+    if analysis.proof is not None:
+        proof = analysis.proof[0]
+        exact = torch.tensor([0.0, -1.0, 0.0, 1.0], dtype=q.dtype)  # UNKNOWN, LOST, DRAWN, WON
+        proven, wins = proof != UNKNOWN, proof == WON
+        q = torch.where(proven, exact[proof.long()], q)
+        plies = analysis.proof_plies[0].to(torch.float64)
     # the side to move's win-rate: the value of the move chosen (the mean over all moves
     # would count the search's exploration of bad moves against the position)
-    value = float(q[best]) if visits[best] > 0 else float(analysis.value[0])
-    order = torch.argsort(visits, descending=True)[:top]
+    value = float(q[best]) if visits[best] > 0 or bool(proven[best]) else float(analysis.value[0])
+    # proven wins first, fastest first; then by visits
+    key = torch.where(wins, 1e12 - plies, visits.to(torch.float64))
+    order = [int(a) for a in torch.argsort(key, descending=True) if visits[a] > 0 or wins[a]][:top]
     moves = [
-        {"move": game.format_action(int(a)), "visits": int(visits[a]), "winrate": round(float(q[a] + 1) / 2, 4),
-         **_proof_of(analysis, int(a))}
+        {"move": game.format_action(a), "visits": int(visits[a]), "winrate": round(float(q[a] + 1) / 2, 4),
+         **_proof_of(analysis, a)}
         for a in order
-        if visits[a] > 0
     ]
     return {
         **_proof_of(analysis, best),
-        "best_move": game.format_action(int(analysis.action[0])),
+        "best_move": game.format_action(best),
         "winrate": round((value + 1) / 2, 4),
         "visits": int(visits.sum()),
         "moves": moves,

@@ -307,6 +307,30 @@ def test_the_analysis_says_wins_in_n():
     assert any(m.get("proof") == "wins in 3" for m in info["moves"])
 
 
+def test_the_analysis_lists_a_proven_win_first_and_exactly_even_unvisited():
+    """The threat search proves root moves the search may never visit: the list still shows the
+    win, fastest first, at a win-rate of 1, and a proven loss with visits at 0."""
+    from azero.players.base import Analysis
+    from azero.session import describe_analysis
+
+    a, at = TICTACTOE.num_actions, TICTACTOE.parse_action
+    visits, q = torch.zeros(1, a), torch.zeros(1, a)
+    visits[0, at("a1")], q[0, at("a1")] = 30.0, 0.6  # the most visited, a hopeful estimate, but lost
+    visits[0, at("b2")], q[0, at("b2")] = 10.0, 0.1  # visited, unproven
+    proof, plies = torch.zeros(1, a, dtype=torch.int8), torch.zeros(1, a, dtype=torch.long)
+    proof[0, at("a1")], plies[0, at("a1")] = LOST, 4
+    proof[0, at("c3")], plies[0, at("c3")] = WON, 5  # never visited, wins in 5
+    proof[0, at("c1")], plies[0, at("c1")] = WON, 3  # never visited, wins in 3: the fastest
+    analysis = Analysis(action=torch.tensor([at("c1")]), visits=visits, q=q, value=torch.tensor([0.2]),
+                        pv=[[at("c1")]],
+                        proof=proof, proof_plies=plies)
+    info = describe_analysis(TICTACTOE, analysis)
+    assert [m["move"] for m in info["moves"]] == ["c1", "c3", "a1", "b2"]
+    assert [m.get("proof") for m in info["moves"]] == ["wins in 3", "wins in 5", "loses in 4", None]
+    assert [m["winrate"] for m in info["moves"]] == [1.0, 1.0, 0.0, 0.55]
+    assert info["best_move"] == "c1" and info["proof"] == "wins in 3" and info["winrate"] == 1.0
+
+
 @pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
 def test_the_network_search_proves_where_its_setting_says(algorithm):
     from azero.network import NetworkConfig, PolicyValueNet
