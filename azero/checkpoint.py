@@ -168,6 +168,28 @@ def pooled_heads(data: dict) -> bool:
     return isinstance(data.get("network"), dict) and data["network"].get("heads") == "pooled"
 
 
+def training_stages(data: dict) -> list[dict]:
+    """The boards a checkpoint's network learnt on, earliest first: a stage per run of its lineage
+    (a run begun with --init-from continues its source's list), each {"game": spec, "iterations":
+    n, "hours": h or None}. A checkpoint saved before stages were kept: its own run's one stage,
+    from its game and iteration (hours where it recorded them)."""
+    stages = data.get("trained_on")
+    if isinstance(stages, list) and stages and all(isinstance(s, dict) and "game" in s for s in stages):
+        return [dict(stage) for stage in stages]
+    elapsed = data.get("elapsed")
+    return [{"game": data["game"], "iterations": int(data["iteration"]),
+             "hours": float(elapsed) / 3600 if isinstance(elapsed, (int, float)) else None}]
+
+
+def stages_text(stages: list[dict]) -> str:
+    """"gomoku:size=9,k=5 for 120 iterations (1.0 h), then gomoku:size=15,k=5 for 40 (0.5 h)"."""
+    parts = []
+    for i, stage in enumerate(stages):
+        hours = f" ({stage['hours']:.1f} h)" if isinstance(stage.get("hours"), (int, float)) else ""
+        parts.append(f"{stage['game']} for {stage['iterations']}{' iterations' if i == 0 else ''}{hours}")
+    return ", then ".join(parts)
+
+
 def load_checkpoint(path: str | Path, *, game: Game | None = None) -> dict:
     """Load and check a checkpoint; with `game`, it must be a checkpoint of that game, or, for a
     network with pooled heads, of that game on a board of another size (`another_size_of`)."""

@@ -43,7 +43,15 @@ import games
 
 from . import __version__
 from .arena import MAX_GAMES_AT_ONCE, check_opening
-from .checkpoint import TEMPORARY_SUFFIX, atomic_save, atomic_write_text, load_checkpoint, network_checkpoint, remove_temporary_files
+from .checkpoint import (
+    TEMPORARY_SUFFIX,
+    atomic_save,
+    atomic_write_text,
+    load_checkpoint,
+    network_checkpoint,
+    remove_temporary_files,
+    training_stages,
+)
 from .config import Config, config_from_dict, differences, read_toml, toml_text
 from .errors import Stopped, UserError, naming_file
 from .faults import fault
@@ -318,6 +326,7 @@ class Run:
         self.elapsed = 0.0  # seconds of training over all sessions
         self.sitting = 0  # the number of this session (sitting) of the run: 1 for the command that began it
         self.budget_hours: float | None = None  # the run's total training time, as its last --hours gave it
+        self.earlier_stages: list[dict] = []  # the boards its network learnt on before this run (--init-from)
         self.evaluation_pause = 0.0  # seconds the last iteration waited for its evaluation
         self.evaluation_seconds = 0.0  # of `elapsed`, the seconds spent waiting for evaluations
         self.source = LocalSelfPlay(self)  # where samples come from; use_source() puts another
@@ -365,6 +374,7 @@ class Run:
         self.positions = int(data["positions"])
         self.elapsed = float(data["elapsed"])
         self.budget_hours = data.get("budget_hours")
+        self.earlier_stages = training_stages(data)[:-1] if "trained_on" in data else []
         restore(self.buffer, self.dir / "replay", up_to=self.iteration, positions=self.positions)
         records = self._truncate_metrics()
         # (a run saved before sittings were counted: its metrics' last)
@@ -426,12 +436,20 @@ class Run:
             evaluation_seconds=self.evaluation_seconds,
             sittings=self.sitting,
             budget_hours=self.budget_hours,
+            trained_on=self.trained_on(),
         )
         if self.iteration % self.config.run.keep_every == 0:
-            atomic_save(network_checkpoint(self.net, self.game, self.iteration, search=self.config.to_dict()["search"]),
+            atomic_save(network_checkpoint(self.net, self.game, self.iteration, search=self.config.to_dict()["search"],
+                                           trained_on=self.trained_on()),
                         snapshot_path(self.dir, self.iteration), point="snapshot")
         atomic_save(data, self.dir / "latest.pt", point="checkpoint")
         self.saved_iteration = self.iteration
+
+    def trained_on(self) -> list[dict]:
+        """The boards the network has learnt on, earliest first (checkpoint.training_stages): the
+        runs it began from, then this one."""
+        return [*self.earlier_stages,
+                {"game": self.game.spec, "iterations": self.iteration, "hours": round(self.elapsed / 3600, 4)}]
 
     def _log_metrics(self, record: dict) -> None:
         line = json.dumps(record) + "\n"
@@ -587,6 +605,7 @@ def _train_locked(config: Config, run_dir: Path, resuming: bool, before: set[str
         run = Run(config, run_dir, progress=progress, log=log)
         if weights is not None:
             start_network(run.net, run.trainer.model, weights)
+            run.earlier_stages = weights.origin["trained_on"]
             record = json.loads((run_dir / "provenance.json").read_text())
             atomic_write_text(run_dir / "provenance.json", json.dumps({**record, "init_from": weights.origin},
                                                                       indent=2) + "\n")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import games
 
 from . import zoo
-from .checkpoint import load_checkpoint
+from .checkpoint import load_checkpoint, training_stages
 from .config import Config
 from .errors import UserError
 from .network import NetworkConfig, another_size_of
@@ -55,7 +55,8 @@ def read_initial_network(config: Config, source: str) -> InitialNetwork:
         raise UserError(f"--init-from {source}: {theirs.spec} is not {game.spec} on a board of another size")
     trainer = data.get("trainer") if isinstance(data.get("trainer"), dict) else {}
     origin = {"source": str(source), "path": str(path), "game": theirs.spec, "iteration": int(data["iteration"]),
-              "hours": float(data["elapsed"]) / 3600 if "elapsed" in data else None}
+              "hours": float(data["elapsed"]) / 3600 if "elapsed" in data else None,
+              "trained_on": training_stages(data)}
     return InitialNetwork(data["model"], trainer.get("model", data["model"]), origin)
 
 

@@ -156,6 +156,15 @@ def test_a_new_run_starts_from_another_runs_network_and_says_so(tmp_path):
     assert ours["iteration"] == 1 and ours["trainer"]["steps"] == 0
     origin = json.loads((second / "provenance.json").read_text())["init_from"]
     assert origin["iteration"] == 1 and origin["game"] == "tictactoe"
+    # the checkpoints say what the network learnt on: the first run's stage, then this run's,
+    # which a resumed sitting carries on (checkpoint.training_stages)
+    out = train("--run-dir", str(second), "--iterations", "2")
+    assert out.returncode == 0, out.stderr
+    stages = latest(second)["trained_on"]
+    assert [(s["game"], s["iterations"]) for s in stages] == [("tictactoe", 1), ("tictactoe", 2)]
+    assert stages[0] == latest(first)["trained_on"][0] and all(s["hours"] > 0 for s in stages)
+    snapshot = torch.load(second / "checkpoints" / "iter-000002.pt", weights_only=True)
+    assert snapshot["trained_on"] == stages
     # refusals before any folder is made: a run to resume, another game, another network
     for args, message in (
         ([*TINY, "--run-dir", str(second)], "--init-from starts a new run"),

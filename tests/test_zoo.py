@@ -103,3 +103,37 @@ def test_the_gomocup_brain_and_the_gtp_engine_play_the_zoo_network_when_given_no
     assert refused.returncode == 2 and "no zoo network plays go:size=7" in refused.stderr
     refused = run_here("gtp.py")
     assert refused.returncode == 2 and "--game SPEC alone (the model zoo's network for it)" in refused.stderr
+
+
+def test_a_pooled_zoo_network_plays_every_board_of_its_game_and_says_what_it_learnt_on(tmp_path, monkeypatch):
+    """A zoo network with pooled heads serves the boards of its game it was not made for (a
+    Piskvork START 11 with no player given), one made for the board itself first; the card shows
+    the boards it plays and the ones it learnt on (checkpoint.training_stages)."""
+    import tomllib
+
+    import games
+    from azero.checkpoint import atomic_save, network_checkpoint
+    from azero.network import NetworkConfig, PolicyValueNet
+
+    nine, seven = games.make("gomoku", size=9, k=5), games.make("gomoku", size=7, k=5)
+    net = PolicyValueNet(NetworkConfig(blocks=1, channels=8, value_hidden=8, heads="pooled"), nine)
+    stages = [{"game": seven.spec, "iterations": 40, "hours": 0.5}, {"game": nine.spec, "iterations": 12, "hours": 0.25}]
+    atomic_save(network_checkpoint(net, nine, 12, trained_on=stages), tmp_path / "pooled9.pt")
+    card = tomllib.loads((zoo.FOLDER / f"{ENTRIES[0].name}.toml").read_text())
+    lines = [f"{key} = {json.dumps(value)}" for key, value in card.items() if key != "results"]
+    text = "\n".join(lines).replace(f'name = "{ENTRIES[0].name}"', 'name = "pooled9"')
+    text = text.replace(f"game = {json.dumps(card['game'])}", f"game = {json.dumps(nine.spec)}")
+    text = text.replace(card["sha256"], zoo.checksum(tmp_path / "pooled9.pt"))
+    (tmp_path / "pooled9.toml").write_text(text + "\nresults = []\n")
+    monkeypatch.setattr(zoo, "FOLDER", tmp_path)
+    eleven = games.make("gomoku", size=11, k=5)
+    assert zoo.for_game(eleven).name == "pooled9" and zoo.for_game(nine).name == "pooled9"
+    assert zoo.for_game(games.make("gomoku", size=11, k=4)) is None  # another game, not another board
+    assert zoo.checked("pooled9", eleven).name == "pooled9"
+    with pytest.raises(UserError, match="zoo network pooled9 plays"):
+        zoo.checked("pooled9", games.make("connect4"))
+    described = zoo.describe(zoo.get("pooled9"), full=True)
+    assert ("gomoku on every board size (pooled heads); learnt on gomoku:size=7,k=5,rule=freestyle for 40 "
+            "iterations (0.5 h), then gomoku:size=9,k=5,rule=freestyle for 12 (0.2 h)") in described
+    player = make("zoo:pooled9:sims=4", eleven)
+    assert player.act(eleven.initial_state(1)).shape == (1,)

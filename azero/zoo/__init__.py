@@ -76,12 +76,26 @@ def get(name: str) -> ZooEntry:
     return ZooEntry(name, card_path.with_suffix(".pt"), _read_card(card_path))
 
 
+def plays(entry: ZooEntry, game: Game) -> bool:
+    """Whether the zoo network plays `game`: its own game, or, with pooled heads, that game on
+    a board of another size (network.plays; the checkpoint is read only then)."""
+    from ..checkpoint import load_checkpoint, pooled_heads
+    from ..network import another_size_of
+    from ..network import plays as network_plays
+
+    if entry.game == game:
+        return True
+    if not entry.path.is_file() or not another_size_of(entry.game, game):
+        return False
+    return network_plays(entry.game, game, any_size=pooled_heads(load_checkpoint(entry.path)))
+
+
 def for_game(game: Game) -> ZooEntry | None:
-    """The zoo network that plays `game`, if there is one."""
-    for entry in entries():
-        if entry.game == game:
-            return entry
-    return None
+    """The zoo network that plays `game`, if there is one: one made for it, else one with pooled
+    heads made for another size of it."""
+    candidates = entries()
+    exact = next((entry for entry in candidates if entry.game == game), None)
+    return exact or next((entry for entry in candidates if plays(entry, game)), None)
 
 
 def checksum(path: Path) -> str:
@@ -105,9 +119,9 @@ def checked(name: str, game: Game | None = None) -> ZooEntry:
     """The zoo network `name`, its file verified against its card; UserError if it does not play
     `game` (when given) or is damaged."""
     entry = get(name)
-    if game is not None and entry.game != game:
-        raise UserError(f"zoo network {name} plays {entry.card['game']}, not {game.spec}")
     verify(entry)
+    if game is not None and not plays(entry, game):
+        raise UserError(f"zoo network {name} plays {entry.card['game']}, not {game.spec}")
     return entry
 
 
@@ -135,10 +149,23 @@ def describe(entry: ZooEntry, *, full: bool = False) -> str:
              f"  search    {card['algorithm']}, {card['sims']} simulations a move (zoo:{entry.name}:sims=N to change)",
              f"  preset    {card['preset']}", f"  training  {card['training']}", f"  machine   {card['machine']}",
              f"  date      {card['date']}", f"  commit    {card['commit']}", f"  command   {card['command']}",
-             f"  sha256    {card['sha256']}", "  results"]
+             f"  sha256    {card['sha256']}", f"  boards    {_boards(entry)}", "  results"]
     for result in card["results"]:
         lines.append(f"    against {result['opponent']}: {result['record']} (wins-draws-losses) in {result['games']} "
                      f"games, {result['score']:.1%} [{result['low']:.1%}, {result['high']:.1%}]; "
                      f"{result['machine']}, {result['date']}")
         lines.append(f"      {result['command']}")
     return "\n".join(lines)
+
+
+def _boards(entry: ZooEntry) -> str:
+    """The boards the network plays and those it learnt on (its checkpoint's stages)."""
+    from ..checkpoint import load_checkpoint, pooled_heads, stages_text, training_stages
+
+    if not entry.path.is_file():
+        return "(its file is missing)"
+    data = load_checkpoint(entry.path)
+    kind = entry.card["game"].split(":")[0]
+    sizes = f"{kind} on every board size (pooled heads)" if pooled_heads(data) else f"{entry.card['game']} only"
+    return f"{sizes}; learnt on {stages_text(training_stages(data))}"
+
