@@ -78,16 +78,13 @@ def get(name: str) -> ZooEntry:
 
 def plays(entry: ZooEntry, game: Game) -> bool:
     """Whether the zoo network plays `game`: its own game, or, with pooled heads, that game on
-    a board of another size (network.plays; the checkpoint is read only then)."""
+    a board of another size (network.plays' rule; the checkpoint is read only then)."""
     from ..checkpoint import load_checkpoint, pooled_heads
     from ..network import another_size_of
-    from ..network import plays as network_plays
 
     if entry.game == game:
         return True
-    if not entry.path.is_file() or not another_size_of(entry.game, game):
-        return False
-    return network_plays(entry.game, game, any_size=pooled_heads(load_checkpoint(entry.path)))
+    return entry.path.is_file() and another_size_of(entry.game, game) and pooled_heads(load_checkpoint(entry.path))
 
 
 def for_game(game: Game) -> ZooEntry | None:
