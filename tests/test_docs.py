@@ -131,3 +131,16 @@ def test_the_top_level_pages_link_to_files_and_headings_that_exist():
                 elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
                     broken.append(f"{page}:{number}: {target}: no such heading or anchor")
     assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def test_every_command_explains_itself_with_help():
+    """`python scripts/X.py --help`, the first thing a newcomer types: each command answers with its
+    usage and a description, exit code 0, and no stray format escape (argparse prints a
+    description verbatim, so a "95%%" written there reaches the reader doubled)."""
+    from azero.cli import ALIASES, COMMANDS
+    from commands import run_here
+
+    for name in sorted(set(COMMANDS) - set(ALIASES)):
+        out = run_here(f"{name}.py", "--help", timeout=60)
+        assert out.returncode == 0, (name, out.stderr)
+        assert out.stdout.startswith("usage:") and "%%" not in out.stdout, (name, out.stdout)

@@ -14,7 +14,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="zoo.py",
         description="The model zoo: trained networks shipped inside azero. Without a name, one line each; with a "
-        "name, its whole model card (training, machine, results against yardsticks with 95%% intervals and the "
+        "name, its whole model card (training, machine, results against yardsticks with 95% intervals and the "
         "command that reproduces each). Play one with play.py --game GAME, or anywhere as the player zoo:NAME.",
     )
     parser.add_argument("name", nargs="?", help="a zoo network's name: its whole card")
