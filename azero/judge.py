@@ -215,6 +215,8 @@ class JudgeResult:
 
     def to_dict(self) -> dict:
         out = asdict(self)
+        if self.source:  # positions given (Pons' sets), not drawn from random play: no depths to report
+            del out["min_plies"], out["max_plies"]
         low, high = self.interval
         out.update(share=self.share, share_ci95=[low, high])
         if self.decisive:

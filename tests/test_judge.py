@@ -235,6 +235,7 @@ def test_pons_sets_report_error_rates_as_alphazero_jl_counts_them(tmp_path):
     assert [row["set"] for row in rows] == ["Test_L1_R1", "Test_L1_R2", "Test_L1_R3", "Test_L2_R1", "Test_L2_R2",
                                             "Test_L3_R1"] * 2
     perfect, random = rows[:6], rows[6:]
+    assert "min_plies" not in rows[0] and rows[0]["source"] == "of Pons' Test_L1_R1 (beginning, easy)"
     assert all(row["errors"] == 0 and row["error_rate"] == 0.0 for row in perfect)
     oracle = ConnectFourOracle()
     for row in random:  # the random player's errors, counted again here from the solver's move values
