@@ -21,7 +21,7 @@ from . import zoo
 from .checkpoint import load_checkpoint, training_stages
 from .config import Config
 from .errors import UserError
-from .network import NetworkConfig, another_size_of
+from .network import NetworkConfig, plays
 
 
 @dataclass
@@ -51,7 +51,7 @@ def read_initial_network(config: Config, source: str) -> InitialNetwork:
     if theirs != game and config.network.heads != "pooled":
         raise UserError(f"--init-from {source}: a network of {theirs.spec} can play {game.spec} only with pooled "
                         "heads (network.heads = \"pooled\" in both runs)")
-    if theirs != game and not another_size_of(game, theirs):  # (the rule load_checkpoint applies to players)
+    if not plays(theirs, game, any_size=True):  # (the rule load_checkpoint applies to players)
         raise UserError(f"--init-from {source}: {theirs.spec} is not {game.spec} on a board of another size")
     trainer = data.get("trainer") if isinstance(data.get("trainer"), dict) else {}
     origin = {"source": str(source), "path": str(path), "game": theirs.spec, "iteration": int(data["iteration"]),
