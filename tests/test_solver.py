@@ -398,3 +398,72 @@ def test_every_proof_of_a_nim_search_agrees_with_the_exact_solver():
     assert int(inner.sum()) > 50
     assert torch.equal(-(tree.proof[0, proven[inner]].float() - DRAWN), exact_values)
     assert int(tree.proof[0, 0]) != UNKNOWN
+
+
+def _play_out(game, state, first, second, seed):
+    """Play each game of `state` to its end, `first` moving for the side to move now and `second`
+    for the other: (the results for the side to move at the start, +1 / 0 / -1; bool [B], where
+    `first`'s search proved its position won at one of its moves)."""
+    from games.keyed_random import fold
+
+    start = state.to_play.clone()
+    keys = make_keys(seed, state.batch_size)
+    proved = torch.zeros(state.batch_size, dtype=torch.bool)
+    for player in (first, second):
+        player.reset()
+    ply = 0
+    while not bool(state.done.all()):
+        action = torch.full((state.batch_size,), -1, dtype=torch.long)
+        for tag, player in enumerate((first, second)):
+            rows = (~state.done & ((state.to_play == start) == (tag == 0))).nonzero().squeeze(1)
+            if rows.numel():
+                analysis = player.analyse(state[rows], keys=fold(fold(keys[rows], tag + 1), ply))
+                action[rows] = analysis.action.long()
+                if tag == 0 and analysis.proof is not None:
+                    proved[rows] |= (analysis.proof == WON).any(dim=1).cpu()
+        state = game.step(state, action)
+        ply += 1
+    winner = game.result(state)  # +1 the first player (seat 0) won, -1 the second
+    return torch.where(start == 0, winner, -winner), proved
+
+
+def test_from_won_positions_a_search_that_proved_its_win_never_loses_it():
+    """The target "the search with proofs never loses a game from a proven position", at equal
+    simulations against a plain opponent: from positions whose side to move has a forced win
+    (Connect Four by exhaustive solution, gomoku 8x8 by a VCF of three or more plies), every game
+    in which the search with proofs proved its position won is won, and it proves most of them;
+    in gomoku, where the threat search proves each VCF at the root, it wins them all, and at
+    least as many as the same search without proofs.
+
+    Not "wins every game" in Connect Four: a forced win deeper than the budget reaches stays
+    unproven, and there rollout UCT may misplay it like the plain search (one of the 28 positions
+    here, 300 iterations: its proofs showed no win, it played a losing move, then proved every
+    reply lost; the plain search won that one with its own random playouts and lost none, so a
+    game-by-game comparison with it measures rollout noise: equal-time matches do that,
+    docs/ablations.md)."""
+    from azero.judge import judge_positions
+    from azero.players import make
+    from azero.solver import Solver
+    from games import threats
+
+    connect4 = games.make("connect4")
+    roots = judge_positions(connect4, 40, min_plies=26, max_plies=30, seed=4)
+    won = [i for i in range(roots.batch_size)
+           if float(Solver(connect4, root=roots[torch.tensor([i])]).value(roots[torch.tensor([i])])[0]) > 0]
+    assert len(won) >= 10
+    positions = roots[torch.tensor(won)]
+    proofs, proved = _play_out(connect4, positions, make("uct:300:solver=true", connect4), make("uct:300", connect4), 0)
+    assert bool((proofs[proved] == 1).all()), (proofs, proved)
+    assert int(proved.sum()) >= 0.75 * len(won), proved
+
+    gomoku = games.make("gomoku", size=8, k=5)
+    candidates = judge_positions(gomoku, 400, min_plies=12, max_plies=20, seed=4)
+    win = threats.find_win(gomoku, candidates)
+    vcf = ((win.status == threats.FOUND) & (win.length >= 3)).nonzero().flatten()  # not a win at once
+    assert vcf.numel() >= 10
+    positions = candidates[vcf[:24]]
+    plain_spec = "zoo:gomoku8:sims=32,solver=false,threats=false"
+    proofs, proved = _play_out(gomoku, positions, make("zoo:gomoku8:sims=32", gomoku), make(plain_spec, gomoku), 0)
+    plain, _ = _play_out(gomoku, positions, make(plain_spec, gomoku), make(plain_spec, gomoku), 0)
+    assert bool(proved.all()) and bool((proofs == 1).all()), (proofs, proved)  # the threat search proves each at once
+    assert int((proofs == 1).sum()) >= int((plain == 1).sum()), (proofs, plain)
