@@ -142,7 +142,8 @@ class EvaluationConfig:
                         low=1, high=MAX_OPPONENTS)
     previous_games: int = _f(20, "games against the previously evaluated network (connect the ladder's Elo)", low=0,
                              high=MAX_GAMES)
-    opening_plies: int = _f(2, "random opening moves in the games against the previous network", low=0,
+    opening_plies: int = _f(2, "random opening moves of every evaluation game, each opening played with both "
+                           "colours (a deterministic rung would otherwise repeat two games)", low=0,
                            high=MAX_OPENING_PLIES)
 
 

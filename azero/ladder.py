@@ -5,8 +5,10 @@ Each evaluation plays the current network (searching with the run's search setti
 Gumbel, at evaluation.simulations a move, no noise) against `opponents` rungs of the ladder
 around its current strength (the window moves up when it scores over 75% against the top rung,
 down when under 25% against the bottom one), and `previous_games` games against
-the previously evaluated network, from random openings (two deterministic
-players would otherwise repeat two games). All results so far feed one
+the previously evaluated network. Every game opens with `opening_plies` random moves, each
+opening played with both colours: the network searches without noise, and against a
+deterministic rung (a Gomocup brain at a node budget, GNU Go, an earlier network) a match
+would otherwise repeat two games. All results so far feed one
 Bradley-Terry fit in which every evaluated network and every rung is a
 player, anchored at the first (weakest) rung = 0 Elo. The games between successive
 networks chain the rungs together, so no separate calibration of the ladder is
@@ -62,7 +64,8 @@ class LadderEvaluator:
             opponent = make_player(rung, self.game, device=self.device, seed=self.seed)
             try:
                 result = play_match(self.game, player, opponent, config.games, seed=self.seed * 1000 + iteration,
-                                    progress=progress, description=f"eval vs {rung}")
+                                    progress=progress, description=f"eval vs {rung}",
+                                    opening_plies=config.opening_plies)
             finally:
                 opponent.close()
             self.records.append((name, rung, result.a_wins + 0.5 * result.draws, result.games))

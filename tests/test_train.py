@@ -117,6 +117,34 @@ def test_evaluations_keep_to_their_share_of_the_run(tmp_path):
     assert total <= latest(run_dir)["evaluation_seconds"] < total + 1.0
 
 
+def test_an_evaluation_against_a_deterministic_rung_plays_more_than_two_games(monkeypatch):
+    # the network searches without noise, and so does a zoo network at a fixed budget: without
+    # random openings, a match of eight games between them would be two games four times over
+    import azero.ladder
+    from azero.checkpoint import load_checkpoint, network_from_checkpoint, search_settings
+    from azero.zoo import checkpoint_path
+
+    data = load_checkpoint(checkpoint_path("tictactoe"))
+    game, net = network_from_checkpoint(data)
+    matches = []
+
+    def recorded(*args, **kwargs):
+        matches.append(azero.ladder.arena_play_match(*args, **kwargs, record_moves=True))
+        return matches[-1]
+
+    monkeypatch.setattr(azero.ladder, "arena_play_match", azero.ladder.play_match, raising=False)
+    monkeypatch.setattr(azero.ladder, "play_match", recorded)
+    config = load_config(game="tictactoe", overrides=["evaluation.ladder=zoo:tictactoe", "evaluation.games=8",
+                                                     "evaluation.previous_games=8", "evaluation.simulations=32"])
+    evaluator = azero.ladder.LadderEvaluator(game, config.evaluation, settings=search_settings(data))
+    evaluator.evaluate(net, 1, progress=False)
+    evaluator.evaluate(net, 2, progress=False)
+    assert [len(match.records) for match in matches] == [8, 8, 8]  # the rung, the rung, the previous network
+    for match in matches:
+        assert match.opening_plies == 2 and match.openings == 4
+        assert len({tuple(record.actions) for record in match.records}) > 2
+
+
 def test_a_long_run_in_sittings_keeps_its_total_budget_and_its_plot_marks_each_resume(tmp_path):
     """--hours is the run's training time in all sittings, kept with the run; --minutes one sitting's."""
     from azero.plot import elo_svg, read_elo, read_sittings
