@@ -296,7 +296,18 @@ def game_from_args(game_spec: str | None, checkpoint: str | None) -> Game:
         raise UserError("give --checkpoint PATH, or --game SPEC with --opponent SPEC")
     if game_spec in zoo.names():  # a zoo network's name (gomoku15, go9): its game
         return zoo.get(game_spec).game
-    return games.make_from_spec(game_spec)
+    return games.make_from_spec(_preset_game(game_spec))
+
+
+def _preset_game(game_spec: str) -> str:
+    """The game spec of a preset's name that names no game (gomoku15 -> gomoku:size=15,k=5), as
+    train.py --game reads it; any other text unchanged."""
+    from .config import load_config, preset_path
+
+    name = game_spec.strip()
+    if ":" in name or name in games.names() or not preset_path(name).is_file():
+        return game_spec
+    return load_config(game=name).game.spec
 
 
 def zoo_player(game: Game, instead: str = "--checkpoint PATH or --opponent SPEC") -> str:

@@ -87,6 +87,13 @@ def test_play_with_only_a_game_plays_its_zoo_network():
     refused = run_here("play.py", "--game", "gomoku:size=11,k=5")
     assert refused.returncode != 0 and "no zoo network plays gomoku:size=11" in refused.stderr
     assert "Traceback" not in refused.stderr
+    # a preset's name means its game, as in train.py --game (go9: 9 x 9 Go, komi 7)
+    on_nine = json.dumps({"id": "g", "moves": ["J9"], "simulations": 16}) + "\n"  # a corner 7 x 7 lacks
+    out = subprocess.run([sys.executable, str(SCRIPTS / "play.py"), "--game", "go9", "--opponent", "uct:30",
+                          "--analysis"], input=on_nine, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    reply = json.loads(out.stdout.splitlines()[0])
+    assert reply["id"] == "g" and reply["to_play"] == "second" and reply["visits"] == 16
 
 
 def test_the_gomocup_brain_and_the_gtp_engine_play_the_zoo_network_when_given_no_player():

@@ -35,8 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"{spec_help()}. " + HELP.replace("\n", " "),
     )
     parser.add_argument("--checkpoint", help="a checkpoint (latest.pt or checkpoints/iter-*.pt of a run)")
-    parser.add_argument("--game", help="game spec, e.g. gomoku:size=9,k=5, or a zoo network's name, e.g. gomoku8 "
-                        "(not needed with --checkpoint); alone, you play the zoo's network of that game")
+    parser.add_argument("--game", help="game spec, e.g. gomoku:size=9,k=5, or a zoo network's or preset's name, e.g. "
+                        "gomoku8 or go9 (not needed with --checkpoint); alone, you play the zoo's network of that game")
     parser.add_argument("--opponent", metavar="SPEC", help="a player spec instead of a checkpoint, e.g. uct:2000 "
                         "or zoo:gomoku8:sims=400")
     parser.add_argument("--versus", metavar="SPEC",
