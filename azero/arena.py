@@ -125,7 +125,7 @@ def play_match(
     opening_plies: int = 0,
 ) -> MatchResult:
     """Play `num_games` games of A against B, `batch` at a time (by default all at once, up to
-    MAX_BATCH; one at a time if a player plays one game at a time). `record_moves` keeps the moves.
+    MAX_BATCH; at most a player's `games_at_once`, e.g. one for a GTP engine). `record_moves` keeps the moves.
 
     `opening_plies` random moves start every game, so that two deterministic players do
     not just repeat two games; games 2k and 2k + 1 share their opening, each player taking
@@ -136,9 +136,8 @@ def play_match(
         raise ValueError("a match needs at least one game")
     if batch is not None and batch < 1:
         raise ValueError("a match plays at least one game at a time")
-    batch = min(batch or MAX_BATCH, num_games)
-    if any(getattr(player, "one_game_at_a_time", False) for player in (player_a, player_b)):
-        batch = 1
+    limits = [player.games_at_once for player in (player_a, player_b) if getattr(player, "games_at_once", None)]
+    batch = min(batch or MAX_BATCH, num_games, *limits)
     records: list[GameRecord] | None = [] if record_moves else None
     start = time.perf_counter()
     openings = match_openings(game, (num_games + 1) // 2, opening_plies, seed, device)

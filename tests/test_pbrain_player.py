@@ -83,7 +83,7 @@ def test_a_brain_over_its_turn_time_is_stopped(tmp_path):
     with pytest.raises(UserError, match="did not answer 'BEGIN' within 1.2 s"):
         player.act(game.initial_state(1))
     assert time.monotonic() - started < 10
-    assert player.client.engine.process.poll() is not None  # stopped, not left running
+    assert player.brains[0].client.engine.process.poll() is not None  # stopped, not left running
     player.close()
 
 
@@ -150,3 +150,62 @@ def test_a_brains_stated_budget_holds_under_a_long_turn():
         assert brain.wait(timeout=30) == 0
     finally:
         brain.kill()
+
+
+def test_a_brain_plays_several_games_at_once_a_process_each(tmp_path):
+    # the network facing the brains moves in all of a batch's games at once; each brain process
+    # sees one game only: its opening as BOARD, then the opponent's replies as TURN
+    from azero.arena import play_match
+    from azero.players.random_player import RandomPlayer
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    script = tmp_path / "brain.py"
+    script.write_text(f"""
+import os, sys
+taken = set()
+with open(os.path.join({str(logs)!r}, str(os.getpid())), "w") as told:
+    for line in sys.stdin:
+        told.write(line)
+        told.flush()
+        words = line.strip().split(" ")
+        word = words[0].upper()
+        if word == "START":
+            print("OK", flush=True)
+        elif word == "TURN":
+            taken.add(tuple(int(v) for v in words[1].split(",")))
+        elif word not in ("BEGIN", "BOARD", "DONE", "INFO", "END") and "," in line:
+            taken.add(tuple(int(v) for v in line.strip().split(",")[:2]))
+        if word in ("BEGIN", "TURN", "DONE"):
+            x, y = next((x, y) for y in range(8) for x in range(8) if (x, y) not in taken)
+            taken.add((x, y))
+            print(f"{{x}},{{y}}", flush=True)
+        elif word == "END":
+            break
+""")
+    game = games.make("gomoku", size=8, k=5)
+    brains = make("pbrain:" + shlex.quote(shlex.join([sys.executable, str(script)])) + ":turn=5,parallel=4", game)
+    batches = []
+
+    class Watched(RandomPlayer):
+        def act(self, states, keys=None):
+            batches.append(states.batch_size)
+            return super().act(states, keys)
+
+    result = play_match(game, brains, Watched(game, seed=3), 8, opening_plies=2, progress=False, record_moves=True)
+    brains.close()
+    assert result.games == 8 and max(batches) == 2  # its turn in half of each batch of four games
+    told = [path.read_text().splitlines() for path in sorted(logs.iterdir())]
+    assert len(told) == 8 and all(lines.count("START 8") == 1 and lines[-1] == "END" for lines in told)
+    for lines in told:
+        requests = [line for line in lines if line.split(" ")[0] in ("BEGIN", "TURN", "BOARD")]
+        assert requests[0] == "BOARD" and all(line.startswith("TURN ") for line in requests[1:])
+    # the brains' own moves are the first free squares of the one game each was told of
+    for record in result.records:
+        brain_first = record.first == brains.spec
+        board = set()
+        for ply, action in enumerate(record.actions):
+            square = (action % 8, action // 8)
+            if ply >= 2 and (ply % 2 == 0) == brain_first:
+                assert square == next((x, y) for y in range(8) for x in range(8) if (x, y) not in board)
+            board.add(square)

@@ -69,7 +69,8 @@ REGISTRY: dict[str, PlayerEntry] = {entry.name: entry for entry in (
                 argument=Option(None, str, metavar="COMMAND"), raw=True),
     PlayerEntry("pbrain", _pbrain, 'an external Piskvork (Gomocup) brain for five-in-a-row gomoku, run as a '
                 'process, e.g. pbrain:"pbrain-rapfi":nodes=1000,turn=0 (options nodes, turn, match, memory: '
-                'its INFO limits); one game at a time', argument=Option(None, str, metavar="COMMAND[:OPTIONS]"),
+                'its INFO limits; parallel: games at once, a process each, default 8)',
+                argument=Option(None, str, metavar="COMMAND[:OPTIONS]"),
                 raw=True),
 )}
 

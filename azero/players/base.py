@@ -9,8 +9,9 @@ Players are built from specs by `azero.players.make` (the registry); this module
 holds only what every player and every caller of one shares.
 
 A player may answer `RESIGN` for a game it gives up (only external GTP engines
-do); the arena ends that game as a loss for it. Players with
-`one_game_at_a_time = True` (external engines) are given batches of one game.
+do); the arena ends that game as a loss for it. A player with `games_at_once = N`
+(external engines: a GTP engine 1, Piskvork brains a process per game) is given at most N
+games at a time.
 
 Randomness: `act(states, keys)` takes per-game keys (games/keyed_random.py), so a game's
 moves do not depend on which other games share the batch; without keys a player
@@ -79,7 +80,7 @@ class Player:
     """Base class: `act` picks moves; `reset` is called when new games start."""
 
     spec: str = "player"
-    one_game_at_a_time: bool = False  # external engines: the arena plays their games one by one
+    games_at_once: int | None = None  # the most games the arena gives it in one batch (None: any)
     # The budget a move that the player's spec states (uct:2000 states 2000 simulations; az states
     # them with sims=; seconds= states seconds): a game's clock (session.Engine.think's `clock`)
     # only bounds it. None: the spec states none, and the clock is the budget.

@@ -98,7 +98,7 @@ class GTPClient:
 class GTPPlayer(Player):
     """A player backed by an external GTP engine, one game at a time (see the module docstring)."""
 
-    one_game_at_a_time = True
+    games_at_once = 1
 
     def __init__(self, game: Game, argv: list[str], spec: str):
         super().__init__(game)

@@ -14,6 +14,9 @@ moves so far. The brain's limits are the spec's options:
     turn=S     INFO timeout_turn, in seconds (default 5; 0 sends 0, which Rapfi reads as no limit)
     match=S    INFO timeout_match, with INFO time_left before each move
     memory=MB  INFO max_memory, in megabytes
+    parallel=N games played at once (default 8), each by its own brain process; the brains are
+               asked in turn, so none thinks while another does and a time limit means the same
+               as one game at a time, while the other player (a network) moves in all N at once
 
 A brain must answer within its turn time (or the time it has left) plus a grace of
 GRACE_SHARE of it and at least GRACE seconds, within ANSWER_TIMEOUT where no time is set;
@@ -41,6 +44,7 @@ from .base import MAX_SECONDS, Player
 
 ANSWER_TIMEOUT = 600.0  # seconds a brain may take over one answer when no time limit is set
 GRACE, GRACE_SHARE = 1.0, 0.25  # seconds beyond its time a brain's answer may come (start-up, pipes, a busy machine)
+MAX_PARALLEL = 256  # brain processes a player may keep (a game each)
 MAX_LINES = 10_000  # lines a brain may print before its answer (messages, debug output)
 OPTIONS = {
     "nodes": Option(None, int, low=1, high=10**12, help="INFO max_node: the brain's node budget a move"),
@@ -50,6 +54,8 @@ OPTIONS = {
     "match": Option(None, float, low=0.001, high=100 * MAX_SECONDS, metavar="S",
                     help="INFO timeout_match in seconds, with time_left before each move"),
     "memory": Option(None, int, low=1, high=1 << 20, metavar="MB", help="INFO max_memory in megabytes"),
+    "parallel": Option(8, int, low=1, high=MAX_PARALLEL, metavar="N",
+                       help="games played at once, a brain process each, asked in turn (default 8)"),
 }
 _OPTIONS_TAIL = re.compile(r":\s*([a-z_]+\s*=[^:,=]*(?:,\s*[a-z_]+\s*=[^:,=]*)*)\s*$")
 
@@ -98,10 +104,25 @@ class PiskvorkClient:
         self.engine.close()
 
 
-class PbrainPlayer(Player):
-    """A player backed by an external Piskvork brain, one game at a time (see the module docstring)."""
+class _Brain:
+    """One brain process and the game it plays: the board as it knows it, its stones' order, its
+    colour there (1 first player, -1 second) and the match time it has left."""
 
-    one_game_at_a_time = True
+    def __init__(self, client: PiskvorkClient, shape: tuple[int, int], mine: int, time_left: float | None):
+        self.client, self.mine, self.time_left = client, mine, time_left
+        self.known = torch.zeros(shape, dtype=torch.int8)
+        self.order: list[int] = []  # the squares of its stones in the order they were played
+
+    def fits(self, board: torch.Tensor, mine: int) -> bool:
+        """Whether `board` (int8 [H, W]) can be this brain's game: its colour to move, every stone
+        it knows of still there."""
+        placed = self.known != 0
+        return mine == self.mine and bool(torch.equal(board[placed], self.known[placed]))
+
+
+class PbrainPlayer(Player):
+    """A player backed by external Piskvork brains (see the module docstring): a process per game,
+    `parallel` games at once, asked one after another (so no brain thinks while another does)."""
 
     def __init__(self, game: Game, argv: list[str], spec: str, options: dict):
         super().__init__(game)
@@ -113,89 +134,106 @@ class PbrainPlayer(Player):
             raise UserError(f"{spec}: a Piskvork brain plays boards of {SIZES[0]} to {SIZES[-1]} a side, "
                             f"not {width}x{height}")
         self.argv, self.spec, self.options = argv, spec, options
-        self.client: PiskvorkClient | None = None
-        self.known: torch.Tensor | None = None  # int8 [H, W]: the board as the brain knows it
-        self.order: list[int] = []  # the squares of its stones in the order they were played
-        self.time_left: float | None = None
+        self.games_at_once = options["parallel"]
+        self.brains: list[_Brain] = []  # the games under way, least recently asked first
 
     def reset(self) -> None:
         self.close()
 
     def close(self) -> None:
-        if self.client is not None:
-            self.client.close()
-            self.client = None
-        self.known = None
+        brains, self.brains = self.brains, []
+        for brain in brains:
+            brain.client.close()
 
-    def _start_game(self) -> None:
-        self.close()
-        self.client = PiskvorkClient(self.argv, self.spec)
+    def _start_game(self, mine: int) -> _Brain:
+        """A new brain process for a new game (closing the least recently asked one beyond
+        `parallel`: a game that has ended, or one that a BOARD will give to a new brain)."""
+        while len(self.brains) >= self.games_at_once:
+            self.brains.pop(0).client.close()
+        client = PiskvorkClient(self.argv, self.spec)
+        brain = _Brain(client, self.game.board_shape, mine, self.options["match"])
+        self.brains.append(brain)  # closed by close() even if starting it fails
         height, width = self.game.board_shape
         start = f"START {width}" if width == height else f"RECTSTART {width},{height}"
-        self.client.ask([start], ANSWER_TIMEOUT)
+        client.ask([start], ANSWER_TIMEOUT)
         turn, match = self.options["turn"], self.options["match"]
-        self.client.tell(f"INFO timeout_turn {round(turn * 1000)}")
+        client.tell(f"INFO timeout_turn {round(turn * 1000)}")
         if match is not None:
-            self.client.tell(f"INFO timeout_match {round(match * 1000)}")
-            self.time_left = match
+            client.tell(f"INFO timeout_match {round(match * 1000)}")
         if self.options["nodes"] is not None:
-            self.client.tell(f"INFO max_node {self.options['nodes']}")
+            client.tell(f"INFO max_node {self.options['nodes']}")
         if self.options["memory"] is not None:
-            self.client.tell(f"INFO max_memory {self.options['memory'] << 20}")
-        self.client.tell(f"INFO rule {self.rule}")
-        self.known = torch.zeros(height, width, dtype=torch.int8)
-        self.order = []
+            client.tell(f"INFO max_memory {self.options['memory'] << 20}")
+        client.tell(f"INFO rule {self.rule}")
+        return brain
+
+    def _brain_for(self, board: torch.Tensor, mine: int, taken: set[int]) -> _Brain:
+        """The brain whose game `board` continues (the one knowing most of its stones), else a new
+        one; `taken`: ids of the brains already asked in this batch of positions."""
+        fitting = [b for b in self.brains if id(b) not in taken and b.fits(board, mine)]
+        if not bool(board.any()) or not fitting:  # an empty board is always a new game
+            return self._start_game(mine)
+        brain = max(fitting, key=lambda b: int((b.known != 0).sum()))
+        self.brains.remove(brain)
+        self.brains.append(brain)
+        return brain
 
     def act(self, states, keys=None):
-        if states.batch_size != 1:
-            raise UserError(f"{self.spec} plays one game at a time, not {states.batch_size}")
-        device, state = states.device, states.to("cpu")
-        if self.known is None:
-            self._start_game()
-        board = state.board[0]
-        mine = 1 if int(state.to_play[0]) == 0 else -1
-        request = self._request(board, mine)
-        allowed = self._allowed()
-        if self.time_left is not None:
-            self.client.tell(f"INFO time_left {max(round(self.time_left * 1000), 0)}")
-        started = time.monotonic()
-        answer = self.client.ask(request, allowed + max(GRACE, GRACE_SHARE * allowed) if allowed else ANSWER_TIMEOUT)
-        if self.time_left is not None:
-            self.time_left -= time.monotonic() - started
-        action = self._read_move(state, answer)
-        self.known = board.clone()
-        self.known.view(-1)[action] = mine
-        self.order.append(action)
-        return torch.tensor([action], device=device)
+        if states.batch_size > self.games_at_once:
+            raise UserError(f"{self.spec} plays {self.games_at_once} games at once, not {states.batch_size}")
+        device, states = states.device, states.to("cpu")
+        actions, taken = [], set()
+        for row in range(states.batch_size):
+            state = states[row : row + 1]
+            board = state.board[0]
+            mine = 1 if int(state.to_play[0]) == 0 else -1
+            brain = self._brain_for(board, mine, taken)
+            taken.add(id(brain))
+            actions.append(self._ask(brain, state, board, mine))
+        return torch.tensor(actions, device=device)
 
-    def _allowed(self) -> float:
+    def _ask(self, brain: _Brain, state, board: torch.Tensor, mine: int) -> int:
+        """The brain's move in `state` (its board `board`, the brain playing `mine`)."""
+        request = self._request(brain, board, mine)
+        allowed = self._allowed(brain)
+        if brain.time_left is not None:
+            brain.client.tell(f"INFO time_left {max(round(brain.time_left * 1000), 0)}")
+        started = time.monotonic()
+        answer = brain.client.ask(request, allowed + max(GRACE, GRACE_SHARE * allowed) if allowed else ANSWER_TIMEOUT)
+        if brain.time_left is not None:
+            brain.time_left -= time.monotonic() - started
+        action = self._read_move(brain, state, answer)
+        brain.known = board.clone()
+        brain.known.view(-1)[action] = mine
+        brain.order.append(action)
+        return action
+
+    def _allowed(self, brain: _Brain) -> float:
         """Seconds the brain is allowed for this move by its limits (0: none set)."""
         turn = self.options["turn"]
-        if self.time_left is None:
+        if brain.time_left is None:
             return turn
-        return min(turn, max(self.time_left, 0.0)) if turn else max(self.time_left, 0.0)
+        return min(turn, max(brain.time_left, 0.0)) if turn else max(brain.time_left, 0.0)
 
-    def _request(self, board: torch.Tensor, mine: int) -> list[str]:
-        """The lines that ask for a move in `board` (int8 [H, W]) with the brain to play `mine`."""
-        flat, known = board.reshape(-1), self.known.reshape(-1)
-        added = (flat != known).nonzero().squeeze(1).tolist()
+    def _request(self, brain: _Brain, board: torch.Tensor, mine: int) -> list[str]:
+        """The lines that ask the brain for a move in `board` (int8 [H, W]) with it to play `mine`."""
+        flat, known = board.reshape(-1), brain.known.reshape(-1)
         if not bool(flat.any()):
-            if bool(known.any()):  # a new game on the same brain's board: start it again
-                self._start_game()
             return ["BEGIN"]
+        added = (flat != known).nonzero().squeeze(1).tolist()
         if len(added) == 1 and int(known[added[0]]) == 0 and int(flat[added[0]]) == -mine:
-            self.order.append(added[0])
+            brain.order.append(added[0])
             return [f"TURN {format_square(self.game, added[0])}"]
         # any other position: the stones in the order known, then the others in board order
-        squares = [s for s in self.order if int(flat[s]) != 0]
+        squares = [s for s in brain.order if int(flat[s]) != 0]
         squares += [s for s in flat.nonzero().squeeze(1).tolist() if s not in set(squares)]
-        self.order = squares
+        brain.order = squares
         lines = ["BOARD"]
         lines += [f"{format_square(self.game, s)},{1 if int(flat[s]) == mine else 2}" for s in squares]
         return lines + ["DONE"]
 
-    def _read_move(self, state, answer: str) -> int:
-        where = f"(moves so far: {' '.join(format_square(self.game, a) for a in self.order) or 'none'})"
+    def _read_move(self, brain: _Brain, state, answer: str) -> int:
+        where = f"(moves so far: {' '.join(format_square(self.game, a) for a in brain.order) or 'none'})"
         parts = [p.strip() for p in answer.split(",")]
         height, width = self.game.board_shape
         if len(parts) != 2 or not all(p.isdigit() for p in parts):
