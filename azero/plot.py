@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -46,19 +47,51 @@ def read_sittings(run_dir: Path) -> list[float]:
     return [minutes for minutes in starts if abs(minutes) <= PLOT_LIMIT]
 
 
+def read_earlier_stages(run_dir: Path) -> list[tuple[str, float]]:
+    """(game, minutes) of each stage the run's first network trained before it (a run begun with
+    --init-from another run's network: provenance.json's init_from), earliest first; [] for a run
+    begun from scratch, or whose source recorded no training time."""
+    path = Path(run_dir) / "provenance.json"
+    try:
+        origin = json.loads(path.read_text()).get("init_from") if exists(path) else None
+    except (OSError, ValueError, AttributeError):
+        return []
+    stages = origin.get("trained_on") if isinstance(origin, dict) else None
+    if not isinstance(stages, list):
+        return []
+    found = [(str(stage.get("game")), stage["hours"] * 60) for stage in stages
+             if isinstance(stage, dict) and isinstance(stage.get("hours"), (int, float))
+             and math.isfinite(stage["hours"]) and 0 <= stage["hours"] * 60 <= PLOT_LIMIT]
+    return found if len(found) == len(stages) else []
+
+
 HOURS_FROM = 180  # a run longer than this many minutes is drawn against hours
 
 
 def elo_svg(points: list[tuple[float, float, float, float]], title: str, width: int = 640, height: int = 360,
-            sittings: list[float] = ()) -> str:
+            sittings: list[float] = (), earlier: list[tuple[str, float]] = ()) -> str:
     """Elo against training time of one run (points as `read_elo` gives, minutes first), with its 95%
-    band; `sittings`: the minutes where the run was resumed (`read_sittings`), drawn as dashed lines.
-    Runs longer than HOURS_FROM minutes are drawn against hours."""
-    unit = "hours" if max(p[0] for p in points) > HOURS_FROM else "minutes"
-    if unit == "hours":
-        points = [(p[0] / 60, *p[1:]) for p in points]
-        sittings = [minutes / 60 for minutes in sittings]
-    sx, sy, parts, _ = _axes(points, title, width, height, right=20, x_name=f"training {unit}")
+    band; `sittings`: the minutes where the run was resumed (`read_sittings`), drawn as dashed lines;
+    `earlier`: the stages its first network trained on before it (`read_earlier_stages`), each
+    drawn as a shaded span before the run's own time, which then starts where they end. Runs
+    longer than HOURS_FROM minutes (the stages included) are drawn against hours."""
+    before = sum(minutes for _, minutes in earlier)
+    points = [(p[0] + before, *p[1:]) for p in points]
+    sittings = [minutes + before for minutes in sittings]
+    scale = 60 if max(p[0] for p in points) > HOURS_FROM else 1
+    unit = "hours" if scale == 60 else "minutes"
+    points = [(p[0] / scale, *p[1:]) for p in points]
+    sittings = [minutes / scale for minutes in sittings]
+    x_name = f"training {unit}" + (", the earlier stages first" if earlier else "")
+    sx, sy, parts, _ = _axes(points, title, width, height, right=20, x_name=x_name)
+    start = 0.0
+    for game, minutes in earlier:
+        end = start + minutes / scale
+        parts.append(f'<rect x="{sx(start):.1f}" y="40" width="{sx(end) - sx(start):.1f}" height="{height - 85}" '
+                     f'fill="#999" fill-opacity="0.12"><title>earlier stage: {_escape(game)}</title></rect>')
+        parts.append(f'<text x="{(sx(start) + sx(end)) / 2:.1f}" y="54" text-anchor="middle" font-size="10" '
+                     f'fill="#555">{_escape(game.split(",rule=")[0])}</text>')
+        start = end
     for x in sittings:
         parts.append(f'<line x1="{sx(x):.1f}" x2="{sx(x):.1f}" y1="40" y2="{height - 45}" stroke="#999" '
                      'stroke-dasharray="2 4"><title>resumed</title></line>')

@@ -193,6 +193,15 @@ def test_a_new_run_starts_from_another_runs_network_and_says_so(tmp_path):
     assert stages[0] == latest(first)["trained_on"][0] and all(s["hours"] > 0 for s in stages)
     snapshot = torch.load(second / "checkpoints" / "iter-000002.pt", weights_only=True)
     assert snapshot["trained_on"] == stages
+    # its Elo plot starts after the first run's time, shaded and named; --own-time leaves it out
+    from azero.plot import read_earlier_stages
+
+    assert read_earlier_stages(second) == [("tictactoe", pytest.approx(stages[0]["hours"] * 60, abs=0.01))]
+    for flags, shaded in (((), True), (("--own-time",), False)):
+        out = run_here("plot_elo.py", str(second), "-o", str(tmp_path / "elo.svg"), *flags)
+        assert out.returncode == 0, out.stderr
+        svg = (tmp_path / "elo.svg").read_text()
+        assert ("earlier stage: tictactoe" in svg) is shaded and ("the earlier stages first" in svg) is shaded
     # refusals before any folder is made: a run to resume, another game, another network
     for args, message in (
         ([*TINY, "--run-dir", str(second)], "--init-from starts a new run"),
