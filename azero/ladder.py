@@ -18,6 +18,7 @@ needed even when each network meets a single rung.
 from __future__ import annotations
 
 import re
+from pathlib import PurePath
 
 from games import Game
 
@@ -29,6 +30,21 @@ from .players import check_spec
 from .players import make as make_player
 from .players.az import AZPlayer
 from .search.settings import DEFAULTS, SearchSettings
+
+
+def rung_tag(rung: str) -> str:
+    """A rung's name in metric names (eval/score_vs_TAG): `uct:1000` -> uct1000; an external
+    engine (gtp:, pbrain:) -> its program's file name with its arguments and options, so that
+    two levels of one engine differ and a folder path stays out:
+    `gtp:gnugo --mode gtp --level 10` -> gnugo_mode_gtp_level_10,
+    `pbrain:/opt/rapfi/pbrain-rapfi:nodes=250,turn=0` -> pbrain_rapfi_nodes_250_turn_0."""
+    kind, _, rest = rung.partition(":")
+    if kind not in ("gtp", "pbrain") or not rest.strip():
+        return re.sub(r"[^A-Za-z0-9]+", "", rung.split(" ")[0])
+    words = rest.replace('"', " ").replace("'", " ").split()
+    program, _, options = words[0].partition(":") if kind == "pbrain" else (words[0], "", "")
+    words = [PurePath(program).name, *words[1:], options]
+    return re.sub(r"[^A-Za-z0-9]+", "_", " ".join(words)).strip("_")
 
 
 class LadderEvaluator:
@@ -69,7 +85,7 @@ class LadderEvaluator:
             finally:
                 opponent.close()
             self.records.append((name, rung, result.a_wins + 0.5 * result.draws, result.games))
-            tag = re.sub(r"[^A-Za-z0-9]+", "", rung.split(" ")[0])
+            tag = rung_tag(rung)
             metrics[f"eval/score_vs_{tag}"] = result.a_score
             metrics[f"eval/win_rate_vs_{tag}"] = result.a_wins / result.games
             scores.append(result.a_score)

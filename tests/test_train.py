@@ -145,6 +145,15 @@ def test_an_evaluation_against_a_deterministic_rung_plays_more_than_two_games(mo
         assert len({tuple(record.actions) for record in match.records}) > 2
 
 
+def test_each_ladder_rung_has_its_own_readable_metric_name():
+    from azero.ladder import rung_tag
+
+    gnugo = "gtp:gnugo --mode gtp --level {} --chinese-rules --positional-superko --capture-all-dead"
+    assert rung_tag(gnugo.format(1)) != rung_tag(gnugo.format(10))  # two levels were one curve
+    assert rung_tag("pbrain:/home/me/rapfi/build/pbrain-rapfi:nodes=250,turn=0") == "pbrain_rapfi_nodes_250_turn_0"
+    assert rung_tag("uct:1000") == "uct1000" and rung_tag("random") == "random"  # as TensorBoard knows them
+
+
 def test_a_long_run_in_sittings_keeps_its_total_budget_and_its_plot_marks_each_resume(tmp_path):
     """--hours is the run's training time in all sittings, kept with the run; --minutes one sitting's."""
     from azero.plot import elo_svg, read_elo, read_sittings
