@@ -126,13 +126,12 @@ def test_an_evaluation_against_a_deterministic_rung_plays_more_than_two_games(mo
 
     data = load_checkpoint(checkpoint_path("tictactoe"))
     game, net = network_from_checkpoint(data)
-    matches = []
+    matches, play_match = [], azero.ladder.play_match
 
     def recorded(*args, **kwargs):
-        matches.append(azero.ladder.arena_play_match(*args, **kwargs, record_moves=True))
+        matches.append(play_match(*args, **kwargs, record_moves=True))
         return matches[-1]
 
-    monkeypatch.setattr(azero.ladder, "arena_play_match", azero.ladder.play_match, raising=False)
     monkeypatch.setattr(azero.ladder, "play_match", recorded)
     config = load_config(game="tictactoe", overrides=["evaluation.ladder=zoo:tictactoe", "evaluation.games=8",
                                                      "evaluation.previous_games=8", "evaluation.simulations=32"])
